@@ -1,0 +1,124 @@
+-- kloop.backend_cuda: the CUDA backend of the evaluation protocol (runs in a worker).
+-- Every operation returns true/value, or nil, message, fatal; fatal means the context
+-- is dead and only a new worker process recovers.
+local core = require("kloop.core")
+local util = require("kloop.util")
+local ffi = core.ffi
+local C = core.C
+
+local M = { name = "cuda" }
+
+-- CUresult values after which the context is unusable (sticky errors).
+local FATAL = {
+  [700] = "illegal address", [701] = "launch out of resources", [702] = "launch timeout",
+  [710] = "device assert", [714] = "hardware stack error", [715] = "illegal instruction",
+  [716] = "misaligned address", [717] = "invalid address space", [718] = "invalid pc",
+  [719] = "launch failure", [999] = "unknown error",
+}
+-- 701 (out of resources) is reported at launch and leaves the context usable.
+FATAL[701] = nil
+
+local err = ffi.new("kl_err")
+
+local function check(st)
+  if st == 0 then return true end
+  local code = err.code
+  local fatal = err.status == C.KL_ECUDA and FATAL[code] ~= nil
+  return nil, ffi.string(err.msg), fatal, code
+end
+
+function M.init(device)
+  local ok, msg = check(C.kl_cuda_init(device or 0, err))
+  if not ok then return nil, msg end
+  local info = ffi.new("kl_gpu_info")
+  ok, msg = check(C.kl_cuda_info(device or 0, info, err))
+  if not ok then return nil, msg end
+  M.info = {
+    name = ffi.string(info.name), arch = string.format("sm_%d%d", info.cc_major, info.cc_minor),
+    sm_count = info.sm_count, l2_bytes = info.l2_bytes, clock_khz = info.clock_khz,
+    mem_clock_khz = info.mem_clock_khz, mem_bus_width = info.mem_bus_width,
+    smem_per_block_optin = info.smem_per_block_optin, driver_version = info.driver_version,
+    total_mem = tonumber(info.total_mem), uuid = ffi.string(info.uuid),
+  }
+  -- A scratch buffer twice the L2 size, written before each timed repetition.
+  local flush_bytes = math.max(2 * info.l2_bytes, 1 << 20)
+  local p = ffi.new("uint64_t[1]")
+  ok, msg = check(C.kl_cuda_alloc(flush_bytes, p, err))
+  if not ok then return nil, msg end
+  M.flush_ptr, M.flush_words = p[0], flush_bytes / 4
+  M.ev0 = ffi.new("void*[1]")
+  M.ev1 = ffi.new("void*[1]")
+  ok, msg = check(C.kl_cuda_event_create(M.ev0, err))
+  if ok then ok, msg = check(C.kl_cuda_event_create(M.ev1, err)) end
+  if not ok then return nil, msg end
+  return M.info
+end
+
+function M.load(path)
+  local image = util.read_file(path)
+  if not image then return nil, "cannot read " .. path end
+  local mod = ffi.new("void*[1]")
+  local ok, msg, fatal = check(C.kl_cuda_module_load(image, mod, err))
+  if not ok then return nil, msg, fatal end
+  return { ptr = mod[0], image = image }
+end
+
+function M.unload(mod)
+  if mod and mod.ptr ~= nil then C.kl_cuda_module_unload(mod.ptr, err) mod.ptr = nil end
+end
+
+function M.func(mod, entry)
+  local fn = ffi.new("void*[1]")
+  local ok, msg, fatal = check(C.kl_cuda_function(mod.ptr, entry, fn, err))
+  if not ok then return nil, msg, fatal end
+  return fn[0]
+end
+
+function M.attrs(fn)
+  local a = ffi.new("kl_func_attrs")
+  if C.kl_cuda_func_attrs(fn, a, err) ~= 0 then return {} end
+  return { registers = a.num_regs, static_smem = a.static_smem, local_bytes = a.local_bytes,
+    const_bytes = a.const_bytes, max_threads = a.max_threads, binary_version = a.binary_version }
+end
+
+function M.prepare_launch(fn, smem)
+  if smem > 48 * 1024 then
+    return check(C.kl_cuda_func_set_dynamic_smem(fn, smem, err))
+  end
+  return true
+end
+
+function M.alloc(bytes)
+  local p = ffi.new("uint64_t[1]")
+  local ok, msg, fatal = check(C.kl_cuda_alloc(bytes, p, err))
+  if not ok then return nil, msg, fatal end
+  return p[0]
+end
+
+function M.free(ptr) C.kl_cuda_free(ptr, err) end
+function M.h2d(dst, src, bytes) return check(C.kl_cuda_h2d(dst, src, bytes, err)) end
+function M.d2h(dst, src, bytes) return check(C.kl_cuda_d2h(dst, src, bytes, err)) end
+function M.d2d(dst, src, bytes) return check(C.kl_cuda_d2d(dst, src, bytes, err)) end
+function M.fill32(dst, word, count) return check(C.kl_cuda_fill32(dst, word, count, err)) end
+
+function M.launch(fn, grid, block, smem, params)
+  local g = ffi.new("unsigned[3]", grid)
+  local b = ffi.new("unsigned[3]", block)
+  return check(C.kl_cuda_launch(fn, g, b, smem, params, err))
+end
+
+function M.sync() return check(C.kl_cuda_sync(err)) end
+
+-- Makes the next launch start with a cold L2: overwrite it with scratch data.
+function M.flush_cache() return check(C.kl_cuda_fill32(M.flush_ptr, 0x5A5A5A5A, M.flush_words, err)) end
+
+function M.timer_start() return check(C.kl_cuda_event_record(M.ev0[0], err)) end
+function M.timer_stop() return check(C.kl_cuda_event_record(M.ev1[0], err)) end
+function M.timer_read()
+  local ms = ffi.new("float[1]")
+  local ok, msg, fatal = check(C.kl_cuda_event_elapsed_ms(M.ev0[0], M.ev1[0], ms, err))
+  if not ok then return nil, msg, fatal end
+  return ms[0]
+end
+
+return M

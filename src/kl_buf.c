@@ -1,0 +1,446 @@
+/* kl_buf.c: host buffers: deterministic fill, poison, hash, compare and dtype conversion. */
+#include <math.h>
+#include <string.h>
+#include "kl_internal.h"
+
+/* Work goes through small stack chunks so every dtype/distribution pair shares one
+   generator loop and one store loop, each simple enough for the compiler to keep tight. */
+enum { CHUNK = 1024 };
+
+size_t kl_dtype_size(kl_dtype t) {
+  switch (t) {
+  case KL_F32: case KL_I32: case KL_U32: return 4;
+  case KL_F64: case KL_I64: return 8;
+  case KL_F16: case KL_BF16: return 2;
+  case KL_U8: case KL_I8: return 1;
+  }
+  return 0;
+}
+
+static int is_float_type(kl_dtype t) {
+  return t == KL_F32 || t == KL_F64 || t == KL_F16 || t == KL_BF16;
+}
+
+/* ---- half and bfloat16 ---- */
+
+/* Rounds a double straight to a binary format with ebits/mbits (round to nearest even),
+   so F64 -> F16 never suffers the double rounding of going through float. */
+static uint16_t round_small(double d, int ebits, int mbits) {
+  uint64_t b;
+  memcpy(&b, &d, 8);
+  uint16_t sign = (uint16_t)((b >> 63) << (ebits + mbits));
+  int ex = (int)((b >> 52) & 0x7FF);
+  uint64_t mant = b & ((UINT64_C(1) << 52) - 1);
+  uint32_t expmask = ((1u << ebits) - 1) << mbits;
+  if (ex == 0x7FF) {
+    if (mant == 0) return (uint16_t)(sign | expmask);
+    /* Keep the top payload bits and force the quiet bit so the result stays a NaN. */
+    uint32_t pay = (uint32_t)(mant >> (52 - mbits));
+    return (uint16_t)(sign | expmask | (1u << (mbits - 1)) | pay);
+  }
+  if (ex == 0) return sign; /* double subnormals are far below either target's range */
+  int bias = (1 << (ebits - 1)) - 1;
+  int e = ex - 1023;
+  if (e >= 1 - bias && e <= bias) {
+    /* Common case, a target normal: round on the raw bits (adding half-ulp minus one plus
+       the lsb gives ties-to-even) and let any carry run into the exponent, up to inf. */
+    int sh = 52 - mbits;
+    uint64_t ab = b & ~(UINT64_C(1) << 63);
+    ab += (UINT64_C(1) << (sh - 1)) - 1 + ((ab >> sh) & 1);
+    return (uint16_t)(sign | (uint16_t)((ab >> sh) - ((uint64_t)(1023 - bias) << mbits)));
+  }
+  uint64_t m = mant | (UINT64_C(1) << 52);
+  int shift = 52 - mbits;
+  int subnormal = e < 1 - bias;
+  if (subnormal) shift += (1 - bias) - e;
+  if (shift > 60) return sign;
+  uint64_t q = m >> shift, rem = m & ((UINT64_C(1) << shift) - 1), half = UINT64_C(1) << (shift - 1);
+  if (rem > half || (rem == half && (q & 1))) q++;
+  int64_t bits;
+  if (subnormal)
+    bits = (int64_t)q; /* rounding up to 1<<mbits lands exactly on the smallest normal */
+  else
+    bits = ((int64_t)(e + bias - 1) << mbits) + (int64_t)q; /* the carry bumps the exponent */
+  if (bits >= (int64_t)expmask) bits = expmask; /* overflow rounds to infinity */
+  return (uint16_t)(sign | (uint16_t)bits);
+}
+
+static uint16_t f64_to_f16(double d) { return round_small(d, 5, 10); }
+static uint16_t f64_to_bf16(double d) { return round_small(d, 8, 7); }
+
+static double f16_to_f64(uint16_t h) {
+  int s = h >> 15, e = (h >> 10) & 0x1F, m = h & 0x3FF;
+  double v;
+  if (e == 0x1F) {
+    v = m ? NAN : INFINITY;
+  } else if (e == 0) {
+    v = (double)m * 0x1p-24;
+  } else {
+    /* Rebias into a double directly; ldexp is a libm call on the compare hot path. */
+    uint64_t b = ((uint64_t)(e - 15 + 1023) << 52) | ((uint64_t)m << 42);
+    memcpy(&v, &b, 8);
+  }
+  return s ? -v : v;
+}
+
+static double bf16_to_f64(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+/* ---- loads and stores through double ---- */
+
+/* Truncates toward zero like a C cast, but saturates and maps NaN to 0, since a plain
+   cast of an out-of-range double is undefined behaviour. */
+static int64_t sat_i64(double d, double lo, double hi_excl, int64_t ilo, int64_t ihi) {
+  if (d != d) return 0;
+  if (d <= lo) return ilo;
+  if (d >= hi_excl) return ihi;
+  return (int64_t)d;
+}
+
+/* One loop per dtype: the switch sits outside the element loop. */
+#define KL_LOOP(T, expr)                        \
+  do {                                          \
+    T *o_ = (T *)dst + off;                     \
+    for (size_t i = 0; i < k; i++) o_[i] = expr; \
+  } while (0)
+
+static void store_chunk(void *dst, kl_dtype t, size_t off, const double *v, size_t k) {
+  switch (t) {
+  case KL_F32: KL_LOOP(float, (float)v[i]); break;
+  case KL_F64: memcpy((double *)dst + off, v, k * sizeof(double)); break;
+  case KL_F16: KL_LOOP(uint16_t, f64_to_f16(v[i])); break;
+  case KL_BF16: KL_LOOP(uint16_t, f64_to_bf16(v[i])); break;
+  case KL_I32:
+    KL_LOOP(int32_t, (int32_t)sat_i64(v[i], -2147483648.0, 2147483648.0, INT32_MIN, INT32_MAX));
+    break;
+  case KL_I64:
+    KL_LOOP(int64_t, sat_i64(v[i], -9223372036854775808.0, 9223372036854775808.0, INT64_MIN, INT64_MAX));
+    break;
+  case KL_U32: KL_LOOP(uint32_t, (uint32_t)sat_i64(v[i], 0.0, 4294967296.0, 0, UINT32_MAX)); break;
+  case KL_U8: KL_LOOP(uint8_t, (uint8_t)sat_i64(v[i], 0.0, 256.0, 0, 255)); break;
+  case KL_I8: KL_LOOP(int8_t, (int8_t)sat_i64(v[i], -128.0, 128.0, -128, 127)); break;
+  }
+}
+#undef KL_LOOP
+
+#define KL_LOOP(T, expr)                               \
+  do {                                                 \
+    const T *s_ = (const T *)src + off;                \
+    for (size_t i = 0; i < k; i++) v[i] = expr(s_[i]); \
+  } while (0)
+
+static void load_chunk(const void *src, kl_dtype t, size_t off, double *v, size_t k) {
+  switch (t) {
+  case KL_F32: KL_LOOP(float, (double)); break;
+  case KL_F64: memcpy(v, (const double *)src + off, k * sizeof(double)); break;
+  case KL_F16: KL_LOOP(uint16_t, f16_to_f64); break;
+  case KL_BF16: KL_LOOP(uint16_t, bf16_to_f64); break;
+  case KL_I32: KL_LOOP(int32_t, (double)); break;
+  case KL_I64: KL_LOOP(int64_t, (double)); break;
+  case KL_U32: KL_LOOP(uint32_t, (double)); break;
+  case KL_U8: KL_LOOP(uint8_t, (double)); break;
+  case KL_I8: KL_LOOP(int8_t, (double)); break;
+  }
+}
+#undef KL_LOOP
+
+/* Integer-to-integer conversion stays in int64 so I64 values above 2^53 survive. */
+static int64_t load_int(const void *src, kl_dtype t, size_t i) {
+  switch (t) {
+  case KL_I32: return ((const int32_t *)src)[i];
+  case KL_I64: return ((const int64_t *)src)[i];
+  case KL_U32: return ((const uint32_t *)src)[i];
+  case KL_U8: return ((const uint8_t *)src)[i];
+  case KL_I8: return ((const int8_t *)src)[i];
+  default: return 0;
+  }
+}
+
+static void store_int(void *dst, kl_dtype t, size_t i, int64_t x) {
+  switch (t) {
+  case KL_I32: ((int32_t *)dst)[i] = (int32_t)(x < INT32_MIN ? INT32_MIN : x > INT32_MAX ? INT32_MAX : x); break;
+  case KL_I64: ((int64_t *)dst)[i] = x; break;
+  case KL_U32: ((uint32_t *)dst)[i] = (uint32_t)(x < 0 ? 0 : x > (int64_t)UINT32_MAX ? UINT32_MAX : x); break;
+  case KL_U8: ((uint8_t *)dst)[i] = (uint8_t)(x < 0 ? 0 : x > 255 ? 255 : x); break;
+  case KL_I8: ((int8_t *)dst)[i] = (int8_t)(x < -128 ? -128 : x > 127 ? 127 : x); break;
+  default: break;
+  }
+}
+
+/* ---- fill ---- */
+
+static inline uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+  z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+  return z ^ (z >> 31);
+}
+
+/* Counter-based (splitmix64 on the element index): element i depends only on seed and i,
+   so any prefix or slice of a buffer is reproducible without generating what precedes it. */
+static inline uint64_t ctr_rand(uint64_t key, uint64_t i) {
+  return mix64(key + (i + 1) * UINT64_C(0x9E3779B97F4A7C15));
+}
+
+static inline double u01(uint64_t r) { return (double)(int64_t)(r >> 11) * 0x1.0p-53; } /* [0,1) */
+
+int kl_buf_fill(void *p, kl_dtype t, size_t n, kl_dist d, double a, double b, uint64_t seed) {
+  if (kl_dtype_size(t) == 0) return KL_EINVAL;
+  if (d != KL_DIST_UNIFORM && d != KL_DIST_NORMAL && d != KL_DIST_CONST && d != KL_DIST_INT)
+    return KL_EINVAL;
+  if (n == 0) return KL_OK;
+  if (!p) return KL_EINVAL;
+  double lo = 0, span = 0;
+  if (d == KL_DIST_INT) {
+    lo = ceil(a);
+    double hi = floor(b);
+    if (!(hi >= lo)) return KL_EINVAL; /* empty range, or NaN bounds */
+    span = hi - lo + 1;
+  }
+  uint64_t key = mix64(seed ^ UINT64_C(0x6B6C6F6F70627566)); /* "kloopbuf" */
+  double v[CHUNK];
+  for (size_t off = 0; off < n; off += CHUNK) {
+    size_t k = n - off < CHUNK ? n - off : CHUNK;
+    size_t i;
+    switch (d) {
+    case KL_DIST_UNIFORM:
+      for (i = 0; i < k; i++) v[i] = a + (b - a) * u01(ctr_rand(key, off + i));
+      break;
+    case KL_DIST_NORMAL:
+      /* Box-Muller on pairs (2j, 2j+1); CHUNK is even, so pairs never straddle chunks. */
+      for (i = 0; i < k; i += 2) {
+        uint64_t j = off + i;
+        double u1 = ((double)(int64_t)(ctr_rand(key, j) >> 11) + 1.0) * 0x1.0p-53; /* (0,1]: log is finite */
+        double u2 = u01(ctr_rand(key, j + 1));
+        double r = sqrt(-2.0 * log(u1)), th = 6.283185307179586 * u2;
+        v[i] = a + b * (r * cos(th));
+        if (i + 1 < k) v[i + 1] = a + b * (r * sin(th));
+      }
+      break;
+    case KL_DIST_CONST:
+      for (i = 0; i < k; i++) v[i] = a;
+      break;
+    case KL_DIST_INT:
+      for (i = 0; i < k; i++) {
+        double x = floor(u01(ctr_rand(key, off + i)) * span);
+        if (x >= span) x = span - 1; /* u*span can round up to span for huge spans */
+        v[i] = lo + x;
+      }
+      break;
+    }
+    store_chunk(p, t, off, v, k);
+  }
+  return KL_OK;
+}
+
+/* ---- poison ---- */
+
+/* Each word, repeated little-endian over memory, makes every element of its type a quiet
+   NaN with a payload no arithmetic produces, so "never written" is told apart from "wrong". */
+uint32_t kl_poison_word(kl_dtype t) {
+  switch (t) {
+  case KL_F32: return 0x7FC0DEADu;  /* quiet NaN, payload 0x40DEAD */
+  case KL_F64: return 0x7FFADEADu;  /* 0x7FFADEAD7FFADEAD: quiet NaN */
+  case KL_F16: return 0x7E5A7E5Au;  /* two half quiet NaNs 0x7E5A */
+  case KL_BF16: return 0x7FDA7FDAu; /* two bf16 quiet NaNs 0x7FDA */
+  default: return 0xDEADBEEFu;
+  }
+}
+
+/* Byte k of the pattern is byte k%4 of the word in little-endian order, on any host, so a
+   buffer poisoned here matches what a device fill32 of the same word leaves behind. */
+void kl_buf_poison(void *p, size_t bytes, uint32_t word) {
+  unsigned char *c = p;
+  if (!c || bytes == 0) return;
+  unsigned char pat[4] = {(unsigned char)word, (unsigned char)(word >> 8),
+                          (unsigned char)(word >> 16), (unsigned char)(word >> 24)};
+  size_t done = bytes < 4 ? bytes : 4;
+  memcpy(c, pat, done);
+  /* Doubling copies keep the period (done stays a multiple of 4) and run at memcpy speed;
+     capping the block keeps the source in cache. */
+  while (done < bytes) {
+    size_t k = done < ((size_t)1 << 16) ? done : ((size_t)1 << 16);
+    if (k > bytes - done) k = bytes - done;
+    memcpy(c + done, c, k);
+    done += k;
+  }
+}
+
+/* ---- hash ---- */
+
+static inline uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+
+#define HP1 UINT64_C(0x9E3779B185EBCA87)
+#define HP2 UINT64_C(0xC2B2AE3D27D4EB4F)
+#define HP3 UINT64_C(0x165667B19E3779F9)
+#define HP4 UINT64_C(0x85EBCA77C2B2AE63)
+#define HP5 UINT64_C(0x27D4EB2F165667C5)
+
+static inline uint64_t hround(uint64_t acc, uint64_t w) {
+  acc += w * HP2;
+  return rotl64(acc, 31) * HP1;
+}
+
+static inline uint64_t rd64(const unsigned char *p) {
+  uint64_t w;
+  memcpy(&w, p, 8);
+  return w;
+}
+
+/* xxh64-style: four independent lanes so the multiplies overlap; buffers reach 100s of MB.
+   Words are read in host order, which is little-endian everywhere kloop runs. */
+uint64_t kl_buf_hash(const void *data, size_t n) {
+  const unsigned char *p = data, *end = p + n;
+  uint64_t h;
+  if (n >= 32) {
+    uint64_t v1 = HP1 + HP2, v2 = HP2, v3 = 0, v4 = (uint64_t)0 - HP1;
+    const unsigned char *lim = end - 32;
+    do {
+      v1 = hround(v1, rd64(p));
+      v2 = hround(v2, rd64(p + 8));
+      v3 = hround(v3, rd64(p + 16));
+      v4 = hround(v4, rd64(p + 24));
+      p += 32;
+    } while (p <= lim);
+    h = rotl64(v1, 1) + rotl64(v2, 7) + rotl64(v3, 12) + rotl64(v4, 18);
+    h = (h ^ hround(0, v1)) * HP1 + HP4;
+    h = (h ^ hround(0, v2)) * HP1 + HP4;
+    h = (h ^ hround(0, v3)) * HP1 + HP4;
+    h = (h ^ hround(0, v4)) * HP1 + HP4;
+  } else {
+    h = HP5;
+  }
+  h += (uint64_t)n;
+  for (; p + 8 <= end; p += 8) h = rotl64(h ^ hround(0, rd64(p)), 27) * HP1 + HP4;
+  if (p + 4 <= end) {
+    uint32_t w;
+    memcpy(&w, p, 4);
+    h = rotl64(h ^ ((uint64_t)w * HP1), 23) * HP2 + HP3;
+    p += 4;
+  }
+  for (; p < end; p++) h = rotl64(h ^ (*p * HP5), 11) * HP1;
+  h ^= h >> 33;
+  h *= HP2;
+  h ^= h >> 29;
+  h *= HP3;
+  h ^= h >> 32;
+  return h;
+}
+
+/* ---- compare ---- */
+
+static inline uint64_t raw_bits(const unsigned char *p, size_t s) {
+  switch (s) {
+  case 1: return *p;
+  case 2: { uint16_t x; memcpy(&x, p, 2); return x; }
+  case 4: { uint32_t x; memcpy(&x, p, 4); return x; }
+  default: { uint64_t x; memcpy(&x, p, 8); return x; }
+  }
+}
+
+int kl_buf_compare(const void *out, kl_dtype out_t, const void *ref, kl_dtype ref_t, size_t n,
+                   double atol, double rtol, uint32_t poison, int check_poison, kl_cmp *res) {
+  size_t os = kl_dtype_size(out_t);
+  if (!res || os == 0 || kl_dtype_size(ref_t) == 0) return KL_EINVAL;
+  memset(res, 0, sizeof *res);
+  res->n = n;
+  res->first_unwritten = res->first_nonfinite = res->first_bad = res->worst_index = -1;
+  if (n == 0) return KL_OK;
+  if (!out || !ref) return KL_EINVAL;
+
+  /* The poison an element of out_t would hold, from its byte offset in a buffer poisoned
+     from its start: 1- and 2-byte elements cycle through the word's bytes. */
+  uint64_t pat[4];
+  size_t period = os >= 4 ? 1 : 4 / os;
+  {
+    unsigned char buf[8];
+    kl_buf_poison(buf, 8, poison);
+    for (size_t j = 0; j < period; j++) pat[j] = raw_bits(buf + j * os, os);
+  }
+
+  const unsigned char *ob = out;
+  double ov[CHUNK], rv[CHUNK];
+  double err2 = 0, ref2 = 0, refmax = 0, maxerr = 0;
+  for (size_t off = 0; off < n; off += CHUNK) {
+    size_t k = n - off < CHUNK ? n - off : CHUNK;
+    load_chunk(out, out_t, off, ov, k);
+    load_chunk(ref, ref_t, off, rv, k);
+    for (size_t i = 0; i < k; i++) {
+      size_t idx = off + i;
+      double o = ov[i], r = rv[i];
+      int ref_fin = isfinite(r);
+      if (ref_fin) {
+        double ar = fabs(r);
+        ref2 += r * r;
+        if (ar > refmax) refmax = ar;
+      }
+      if (check_poison && raw_bits(ob + idx * os, os) == pat[idx % period]) {
+        if (res->n_unwritten++ == 0) res->first_unwritten = (int64_t)idx;
+        continue;
+      }
+      if (!ref_fin || !isfinite(o)) {
+        int same = !ref_fin && ((isnan(r) && isnan(o)) || (isinf(r) && o == r));
+        if (!same && res->n_nonfinite++ == 0) res->first_nonfinite = (int64_t)idx;
+        continue;
+      }
+      double e = fabs(o - r);
+      err2 += e * e;
+      if (e > atol + rtol * fabs(r) && res->n_bad++ == 0) res->first_bad = (int64_t)idx;
+      if (res->worst_index < 0 || e > maxerr) {
+        maxerr = e;
+        res->worst_index = (int64_t)idx;
+        res->worst_out = o;
+        res->worst_ref = r;
+      }
+    }
+  }
+  res->max_abs_err = maxerr;
+  res->err_norm = sqrt(err2);
+  res->ref_norm = sqrt(ref2);
+  res->ref_max_abs = refmax;
+  return KL_OK;
+}
+
+/* Returns -2 for an unknown dtype: -1 already means "identical". */
+int64_t kl_buf_first_diff(const void *a, const void *b, kl_dtype t, size_t n) {
+  size_t s = kl_dtype_size(t);
+  if (s == 0) return -2;
+  size_t bytes = n * s;
+  if (bytes == 0 || a == b) return -1;
+  const unsigned char *pa = a, *pb = b;
+  /* memcmp per block finds the block quickly; only the first differing block is walked. */
+  const size_t blk = 4096;
+  for (size_t off = 0; off < bytes; off += blk) {
+    size_t k = bytes - off < blk ? bytes - off : blk;
+    if (memcmp(pa + off, pb + off, k) != 0) {
+      for (size_t j = 0; j < k; j++)
+        if (pa[off + j] != pb[off + j]) return (int64_t)((off + j) / s);
+    }
+  }
+  return -1;
+}
+
+int kl_buf_convert(const void *src, kl_dtype src_t, void *dst, kl_dtype dst_t, size_t n) {
+  size_t ss = kl_dtype_size(src_t), ds = kl_dtype_size(dst_t);
+  if (ss == 0 || ds == 0) return KL_EINVAL;
+  if (n == 0) return KL_OK;
+  if (!src || !dst) return KL_EINVAL;
+  if (src_t == dst_t) {
+    memmove(dst, src, n * ss);
+    return KL_OK;
+  }
+  if (!is_float_type(src_t) && !is_float_type(dst_t)) {
+    for (size_t i = 0; i < n; i++) store_int(dst, dst_t, i, load_int(src, src_t, i));
+    return KL_OK;
+  }
+  double v[CHUNK];
+  for (size_t off = 0; off < n; off += CHUNK) {
+    size_t k = n - off < CHUNK ? n - off : CHUNK;
+    load_chunk(src, src_t, off, v, k);
+    store_chunk(dst, dst_t, off, v, k);
+  }
+  return KL_OK;
+}

@@ -1,0 +1,218 @@
+/* kloop.h: the C contract the Lua side sees; ffi.cdef is built from this file. */
+#ifndef KLOOP_H
+#define KLOOP_H
+#include <stddef.h>
+#include <stdint.h>
+/*
+ * Rules for this header (checked by tests/spec/cdef_spec.lua): everything between
+ * the includes and the closing #endif must parse with LuaJIT's ffi.cdef once lines
+ * starting with '#' are dropped: enums instead of macros, no inline functions.
+ * Functions never raise or exit: they return a kl_status and, on failure, fill
+ * the caller's kl_err.
+ */
+
+typedef enum kl_status {
+  KL_OK = 0,
+  KL_EINVAL = 1,    /* bad argument from the caller */
+  KL_ENOTFOUND = 2, /* a library, file or symbol is missing */
+  KL_ESYS = 3,      /* a system call failed; msg has errno text */
+  KL_ECUDA = 4,     /* the driver returned an error; code holds CUresult */
+  KL_ETIMEOUT = 5,  /* a deadline passed */
+  KL_ECLOSED = 6,   /* the peer closed its end or died */
+  KL_ECOMPILE = 7,  /* compilation failed; the log says why */
+  KL_ENOMEM = 8
+} kl_status;
+
+typedef struct kl_err {
+  int status;   /* a kl_status */
+  int code;     /* library-specific code (CUresult, nvrtcResult, errno) */
+  char msg[512];
+} kl_err;
+
+/* Versions of kloop and what it was built with. */
+const char *kl_version(void);
+const char *kl_curl_version(void);
+const char *kl_sqlite_version(void);
+const char *kl_cuda_home(void);
+
+/* System helpers. */
+double kl_now(void);                       /* monotonic seconds */
+int kl_exe_path(char *buf, size_t n);      /* /proc/self/exe; kl_status */
+int kl_isatty(int fd);
+int kl_file_readable(const char *path);
+int kl_dir_writable(const char *path);
+void kl_free(void *p);
+uint64_t kl_hash64(const void *data, size_t n, uint64_t seed); /* FNV-1a, 64 bit */
+int kl_getpid(void);
+int kl_random_bytes(void *buf, size_t n);  /* getrandom; kl_status */
+
+/* Line editing for the REPL: libedit when it can be opened, plain stdio otherwise. */
+int kl_line_init(const char *history_path); /* 1 when libedit is in use */
+char *kl_line_read(const char *prompt);     /* malloc'd line without newline; NULL on EOF */
+void kl_line_add_history(const char *line);
+int kl_line_save(void);
+
+/* SIGINT: the binding layer turns it into a Lua error while a chunk runs. */
+int kl_sigint_pending(void);
+
+/* CUDA driver, opened with dlopen: nothing here needs libcuda at link time. */
+typedef struct kl_gpu_info {
+  int driver_version;     /* e.g. 13000 */
+  int device_count;
+  char name[256];
+  int cc_major, cc_minor;
+  int sm_count;
+  int l2_bytes;
+  int smem_per_block;       /* default limit */
+  int smem_per_block_optin; /* with cuFuncSetAttribute */
+  int smem_per_sm;
+  int max_threads_per_block;
+  int regs_per_block;
+  int clock_khz;
+  int mem_clock_khz;
+  int mem_bus_width;
+  int warp_size;
+  size_t total_mem;
+  char uuid[40];
+} kl_gpu_info;
+
+int kl_cuda_load(kl_err *err);          /* dlopen libcuda.so.1; no cuInit */
+int kl_cuda_init(int device, kl_err *err);  /* cuInit + primary context, current on this thread */
+int kl_cuda_info(int device, kl_gpu_info *info, kl_err *err);
+/* Probe in a forked child (the caller never initializes CUDA): kl_status. */
+int kl_cuda_probe_isolated(int device, kl_gpu_info *info, int timeout_ms, kl_err *err);
+
+typedef struct kl_func_attrs {
+  int num_regs;
+  int static_smem;
+  int local_bytes;
+  int const_bytes;
+  int max_threads;
+  int ptx_version;
+  int binary_version;
+} kl_func_attrs;
+
+int kl_cuda_module_load(const void *image, void **module, kl_err *err);
+int kl_cuda_module_unload(void *module, kl_err *err);
+int kl_cuda_function(void *module, const char *name, void **fn, kl_err *err);
+int kl_cuda_func_attrs(void *fn, kl_func_attrs *a, kl_err *err);
+int kl_cuda_func_set_dynamic_smem(void *fn, int bytes, kl_err *err);
+int kl_cuda_alloc(size_t bytes, uint64_t *dptr, kl_err *err);
+int kl_cuda_free(uint64_t dptr, kl_err *err);
+int kl_cuda_h2d(uint64_t dst, const void *src, size_t bytes, kl_err *err);
+int kl_cuda_d2h(void *dst, uint64_t src, size_t bytes, kl_err *err);
+int kl_cuda_d2d(uint64_t dst, uint64_t src, size_t bytes, kl_err *err);
+int kl_cuda_fill32(uint64_t dst, uint32_t value, size_t count, kl_err *err);
+int kl_cuda_launch(void *fn, const unsigned *grid, const unsigned *block, unsigned smem,
+                   void **params, kl_err *err);
+int kl_cuda_sync(kl_err *err);
+int kl_cuda_event_create(void **ev, kl_err *err);
+int kl_cuda_event_record(void *ev, kl_err *err);
+int kl_cuda_event_elapsed_ms(void *start, void *end, float *ms, kl_err *err);
+int kl_cuda_mem_info(size_t *free_bytes, size_t *total_bytes, kl_err *err);
+
+/* NVRTC, opened with dlopen. */
+int kl_nvrtc_load(kl_err *err);
+int kl_nvrtc_version(int *major, int *minor, kl_err *err);
+
+typedef struct kl_compile_req {
+  const char *source;
+  const char *name;            /* program name shown in the log */
+  const char *const *options;  /* NVRTC options */
+  int num_options;
+  const char *const *header_names;  /* in-memory headers (the task's folder) */
+  const char *const *header_sources;
+  int num_headers;
+} kl_compile_req;
+
+typedef struct kl_compile_res {
+  int ok;             /* 1 when a cubin was produced */
+  char *log;          /* malloc'd; free with kl_free */
+  size_t log_len;
+  void *cubin;        /* malloc'd; free with kl_free */
+  size_t cubin_len;
+  double seconds;
+} kl_compile_res;
+
+/* In-process compile; blocks for as long as NVRTC takes. */
+int kl_nvrtc_compile(const kl_compile_req *req, kl_compile_res *res, kl_err *err);
+
+/* Compile in a forked child, so a deadline can end it: start, then poll. */
+typedef struct kl_compile_job {
+  int pid;
+  int fd;
+  double started;
+} kl_compile_job;
+int kl_compile_start(const kl_compile_req *req, kl_compile_job *job, kl_err *err);
+/* KL_OK with res filled when done; KL_ETIMEOUT when still running after wait_ms. */
+int kl_compile_poll(kl_compile_job *job, int wait_ms, kl_compile_res *res, kl_err *err);
+void kl_compile_kill(kl_compile_job *job);
+
+/* Host buffers: fill, poison, hash, compare. Backend independent. */
+typedef enum kl_dtype {
+  KL_F32 = 0, KL_F64 = 1, KL_F16 = 2, KL_BF16 = 3,
+  KL_I32 = 4, KL_I64 = 5, KL_U32 = 6, KL_U8 = 7, KL_I8 = 8
+} kl_dtype;
+
+typedef enum kl_dist {
+  KL_DIST_UNIFORM = 0, /* uniform(a, b) */
+  KL_DIST_NORMAL = 1,  /* normal(mean a, stddev b) */
+  KL_DIST_CONST = 2,   /* every element a */
+  KL_DIST_INT = 3      /* integers uniform in [a, b] */
+} kl_dist;
+
+size_t kl_dtype_size(kl_dtype t);
+int kl_buf_fill(void *p, kl_dtype t, size_t n, kl_dist d, double a, double b, uint64_t seed);
+uint32_t kl_poison_word(kl_dtype t);  /* 32-bit pattern repeated over an output */
+void kl_buf_poison(void *p, size_t bytes, uint32_t word);
+uint64_t kl_buf_hash(const void *p, size_t bytes);
+
+typedef struct kl_cmp {
+  size_t n;
+  size_t n_unwritten;    /* elements still holding the poison pattern */
+  int64_t first_unwritten;
+  size_t n_nonfinite;    /* NaN/Inf in out where ref is finite */
+  int64_t first_nonfinite;
+  size_t n_bad;          /* |out-ref| > atol + rtol*|ref| */
+  int64_t first_bad;
+  double max_abs_err;
+  int64_t worst_index;
+  double worst_out, worst_ref;
+  double err_norm;       /* ||out-ref||_2 over finite pairs */
+  double ref_norm;       /* ||ref||_2 */
+  double ref_max_abs;
+} kl_cmp;
+
+int kl_buf_compare(const void *out, kl_dtype out_t, const void *ref, kl_dtype ref_t, size_t n,
+                   double atol, double rtol, uint32_t poison, int check_poison, kl_cmp *res);
+/* First differing element index of two buffers of the same type, -1 if bit-identical,
+   -2 for an unknown dtype. */
+int64_t kl_buf_first_diff(const void *a, const void *b, kl_dtype t, size_t n);
+int kl_buf_convert(const void *src, kl_dtype src_t, void *dst, kl_dtype dst_t, size_t n);
+
+/* Worker processes: framed messages over pipes, output captured apart. */
+typedef struct kl_proc {
+  int pid;
+  int to_fd;       /* parent -> child requests */
+  int from_fd;     /* child -> parent replies */
+  int out_fd;      /* child's stdout+stderr */
+  int exited;      /* 1 once reaped */
+  int exit_status; /* raw waitpid status */
+  size_t out_total;      /* bytes the child printed */
+  size_t tail_len;
+  char tail[4096];       /* last bytes of the child's output */
+} kl_proc;
+
+/* argv is NULL-terminated; env_keep is a NULL-terminated list of variable-name
+   prefixes passed through (others are stripped); NULL keeps everything. */
+int kl_proc_spawn(kl_proc *p, const char *const *argv, const char *const *env_keep, kl_err *err);
+int kl_proc_send(kl_proc *p, const char *data, size_t n, kl_err *err);
+/* Waits up to timeout_ms for one reply, draining the child's output meanwhile. */
+int kl_proc_recv(kl_proc *p, int timeout_ms, char **data, size_t *n, kl_err *err);
+int kl_proc_kill(kl_proc *p);   /* SIGKILL and reap */
+int kl_proc_close(kl_proc *p, int grace_ms);  /* close pipes, wait, then kill */
+/* Worker side: fds 3 (requests) and 4 (replies). */
+int kl_chan_send(int fd, const char *data, size_t n, kl_err *err);
+int kl_chan_recv(int fd, char **data, size_t *n, kl_err *err);
+
+#endif

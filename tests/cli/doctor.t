@@ -1,0 +1,28 @@
+kloop doctor: one line per component; exit 0 when the CPU paths work.
+
+  $ kloop() { "$KLOOP" "$@"; }
+  $ kloop doctor > out.txt; echo $?
+  0
+  $ grep -oE '^(ok|missing) +(GPU|NVRTC|CUPTI|C compiler|LLM|database)' out.txt | sed 's/^[a-z]* *//'
+  GPU
+  NVRTC
+  CUPTI
+  C compiler
+  LLM
+  database
+
+An unwritable database folder is a missing CPU component: exit 1, with the fix.
+
+  $ kloop doctor --db /proc/nonexistent/kloop.db | grep -A1 database
+  missing  database    folder /proc/nonexistent is not writable
+                       fix: pass --db PATH in a writable folder
+  $ kloop doctor --db /proc/nonexistent/kloop.db > /dev/null; echo $?
+  1
+
+Without a key the LLM line says how to configure one, and never guesses:
+
+  $ env -u OPENAI_API_KEY -u ANTHROPIC_API_KEY -u KLOOP_LLM_URL -u OPENAI_BASE_URL $KLOOP doctor | grep -A1 '^missing  LLM'
+  missing  LLM         no endpoint configured (the tune proposer still works)
+                       fix: set OPENAI_API_KEY or ANTHROPIC_API_KEY, or KLOOP_LLM_URL for a local server
+  $ OPENAI_API_KEY=sk-test kloop doctor | grep '^ok       LLM'
+  ok       LLM         OpenAI-compatible key set
