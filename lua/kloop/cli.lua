@@ -192,6 +192,8 @@ end
 M.command_modules = {
   doctor = "kloop.doctor",
   version = "kloop.version_cmd",
+  compile = "kloop.compile_cmd",
+  check = "kloop.check_cmd",
 }
 
 return M

@@ -1,0 +1,85 @@
+-- kloop.check_cmd: `kloop check TARGET`: verify and time a kernel on the GPU.
+local args = require("kloop.args")
+local taskmod = require("kloop.task")
+local eval = require("kloop.eval")
+local core = require("kloop.core")
+local util = require("kloop.util")
+local cjson = require("cjson")
+
+local M = {}
+
+M.usage = [[
+usage: kloop check TARGET [--candidate FILE] [--params K=V,...] [--json]
+                          [--budget SECONDS] [--deadline SECONDS] [--device N]
+
+Evaluates the task's kernel (or FILE) on the GPU: compiles it, verifies it on every
+check size and the bench size with two input distributions and fresh seeds (outputs
+poisoned, inputs checksummed, a determinism run), times it at the bench size (cold
+L2, inputs rotated, timed outputs re-verified) and checks the physical floor.
+--budget bounds the timing loop (default 2 s), --deadline one evaluation (default
+120 s). Exit: 0 verdict ok, 3 any other verdict, 1 error, 2 bad usage.
+]]
+
+local function fmt_time(ms)
+  if ms >= 100 then return string.format("%.1f ms", ms) end
+  if ms >= 1 then return string.format("%.3f ms", ms) end
+  return string.format("%.2f us", ms * 1e3)
+end
+
+function M.print_result(r, name)
+  print(string.format("%-10s %s", "candidate", name))
+  print(string.format("%-10s %s", "verdict", r.verdict))
+  print(string.format("%-10s %s", "reason", r.reason or ""))
+  if r.time_ms then
+    print(string.format("%-10s %s (95%% CI %s .. %s, min %s, spread %.1f%%, %d reps)", "time",
+      fmt_time(r.time_ms), fmt_time(r.ci_ms[1]), fmt_time(r.ci_ms[2]), fmt_time(r.min_ms), 100 * r.spread, r.reps))
+    print(string.format("%-10s %.2f TFLOP/s, %.1f GB/s, %.1f%% of the %s ceiling", "rate",
+      r.tflops, r.gbps, 100 * r.frac_peak, r.bound))
+  end
+  for _, entry in ipairs(util.sorted_keys(r.resources or {})) do
+    local x = r.resources[entry]
+    print(string.format("%-10s %s: %s registers, %s B static smem, %s B local, spills %s/%s B", "resources", entry,
+      tostring(x.registers), tostring(x.static_smem), tostring(x.local_bytes or x.stack_bytes),
+      tostring(x.spill_stores), tostring(x.spill_loads)))
+  end
+  if r.log and r.log ~= "" then print("log:\n" .. r.log) end
+end
+
+function M.main(argv)
+  local opts, pos = args.parse(argv, { ["--candidate"] = "value", ["--json"] = "flag", ["--params"] = "value",
+    ["--budget"] = "number", ["--deadline"] = "number", ["--device"] = "number", ["-h"] = "flag", ["--help"] = "flag" })
+  if not opts then util.eprintf("kloop check: %s\n%s", pos, M.usage) return 2 end
+  if opts.h or opts.help then io.stdout:write(M.usage) return 0 end
+  if #pos ~= 1 then util.eprintf("kloop check: give one TARGET\n%s", M.usage) return 2 end
+  local task, err = taskmod.load(pos[1])
+  if not task then util.eprintf("kloop check: %s\n", err) return 1 end
+  local src, name = nil, util.basename(task.kernel)
+  if opts.candidate then
+    src = util.read_file(opts.candidate)
+    if not src then util.eprintf("kloop check: cannot read candidate %s\n", opts.candidate) return 1 end
+    name = opts.candidate
+  end
+  local defines, derr = args.defines(opts.params)
+  if not defines then util.eprintf("kloop check: --params: %s\n", derr) return 2 end
+  if task.backend == "cuda" then
+    local gpu, gerr = core.gpu_probe(opts.device or 0)
+    if not gpu then
+      util.eprintf("kloop check: no GPU here (%s); `kloop compile %s` works without one\n", gerr, pos[1])
+      return 1
+    end
+  end
+  local ev = eval.new(task, { deadline = opts.deadline, device = opts.device,
+    timing = { budget = opts.budget or 2.0 } })
+  local r = ev:evaluate(src, { defines = defines, name = util.basename(name) })
+  ev:close()
+  if r.infrastructure then util.eprintf("kloop check: %s\n", r.reason) return 1 end
+  if opts.json then
+    r.samples = r.samples or {}
+    print(cjson.encode(r))
+  else
+    M.print_result(r, name)
+  end
+  return r.verdict == "ok" and 0 or 3
+end
+
+return M

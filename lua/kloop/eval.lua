@@ -1,0 +1,285 @@
+-- kloop.eval: the parent side of evaluation: compiles candidates, drives a worker
+-- process per GPU, survives whatever the candidate does, and returns result tables.
+local core = require("kloop.core")
+local cjson = require("cjson")
+local util = require("kloop.util")
+local taskmod = require("kloop.task")
+local plan = require("kloop.plan")
+local compile = require("kloop.compile")
+local ffi = core.ffi
+local C = core.C
+
+local M = {}
+
+-- Peak rates per SM per clock by compute capability and unit (flop/clk/SM), for the
+-- physical floor. Unknown chips get a generous guess so the floor never lies.
+local RATES = {
+  [90] = { fp32 = 256, tf32 = 2048, fp16 = 4096, bf16 = 4096, fp8 = 8192, fp64 = 128 },
+  [80] = { fp32 = 128, tf32 = 1024, fp16 = 2048, bf16 = 2048, fp64 = 64 },
+}
+
+function M.peaks(gpu, unit)
+  local rates = RATES[tonumber(gpu.arch:match("sm_(%d+)"))] or {}
+  local per_clk = rates[unit or "fp32"] or 16384
+  local flops = gpu.sm_count * per_clk * gpu.clock_khz * 1e3
+  local bw = gpu.mem_clock_khz * 1e3 * 2 * gpu.mem_bus_width / 8
+  return { flops = flops, bytes = bw }
+end
+
+local Evaluator = {}
+Evaluator.__index = Evaluator
+
+function M.new(task, opts)
+  opts = opts or {}
+  local self = setmetatable({ task = task, opts = opts, nsets = opts.nsets or 2, restarts = 0 }, Evaluator)
+  local secret = opts.secret
+  if not secret then
+    local buf = ffi.new("uint8_t[16]")
+    C.kl_random_bytes(buf, 16)
+    secret = ""
+    for i = 0, 15 do secret = secret .. string.format("%02x", buf[i]) end
+  end
+  self.secret = secret
+  self.log = opts.log or function() end
+  return self
+end
+
+-- Seeds for case/set/arg drawn from the run secret (below 2^52, so JSON carries them).
+function Evaluator:seed(label, s, i)
+  local key = self.secret .. "/" .. label .. "/" .. s .. "/" .. i
+  local h = C.kl_hash64(key, #key, 0x6b6c6f6f70ULL)
+  return tonumber(h % 0x10000000000000ULL)
+end
+
+-- The concrete task the worker sees: numbers only, no Lua functions.
+function Evaluator:spec()
+  local task = self.task
+  local spec = { args = {}, cases = {}, nsets = self.nsets, tolerance = task.tolerance,
+    reference = { entry = task.reference.entry or task.entry, precision = task.reference.precision or "f32" } }
+  for i, a in ipairs(task.args) do
+    spec.args[i] = { name = a.name, dtype = a.dtype, pointer = a.pointer, role = a.role, dists = a.dists }
+  end
+  for ci, case in ipairs(taskmod.cases(task)) do
+    local seeds = {}
+    for s = 1, self.nsets do
+      seeds[s] = {}
+      for i = 1, #task.args do seeds[s][i] = self:seed(case.label, s, i) end
+    end
+    local rtask = { launch = task.reference.launch or task.launch, entry = spec.reference.entry, file = task.file }
+    spec.cases[ci] = { label = case.label, bench = case.bench or false, size = case.size,
+      args = taskmod.concrete_args(task, case.size), seeds = seeds,
+      ref_plan = plan.for_task(rtask, case.size) }
+  end
+  return spec
+end
+
+function Evaluator:deadline()
+  return self.opts.deadline or self.task.deadline or 120
+end
+
+local function exe_path()
+  return core.exe_path() or "kloop"
+end
+
+-- Variables a worker may see: no API keys, nothing of the user's beyond the basics.
+M.worker_env = { "PATH", "HOME", "LANG", "LC_", "CUDA_", "NVIDIA_", "LD_LIBRARY_PATH", "KLOOP_LUA_DIR",
+  "KLOOP_EMBEDDED_ONLY", "KLOOP_CUDA_HOME", "TMPDIR" }
+
+function Evaluator:spawn()
+  local argv = { exe_path(), "--worker", self.opts.backend or "cuda" }
+  local cargv = ffi.new("const char*[?]", #argv + 1)
+  for i, a in ipairs(argv) do cargv[i - 1] = a end
+  cargv[#argv] = nil
+  local env = ffi.new("const char*[?]", #M.worker_env + 1)
+  for i, a in ipairs(M.worker_env) do env[i - 1] = a end
+  env[#M.worker_env] = nil
+  local proc = ffi.new("kl_proc")
+  local err = ffi.new("kl_err")
+  if C.kl_proc_spawn(proc, cargv, env, err) ~= 0 then return nil, ffi.string(err.msg) end
+  self.proc = proc
+  self.keep = { cargv, env, argv }
+  return true
+end
+
+function Evaluator:output_tail()
+  if not self.proc then return "" end
+  return ffi.string(self.proc.tail, self.proc.tail_len)
+end
+
+-- One request/reply with a deadline. Returns reply, or nil, kind ("timeout"|"crashed"|"error"), msg.
+function Evaluator:request(req, timeout_s)
+  local s = cjson.encode(req)
+  local err = ffi.new("kl_err")
+  if C.kl_proc_send(self.proc, s, #s, err) ~= 0 then
+    local m = ffi.string(err.msg)
+    self:kill()
+    return nil, "crashed", m
+  end
+  local data, n = ffi.new("char*[1]"), ffi.new("size_t[1]")
+  local st = C.kl_proc_recv(self.proc, math.floor(timeout_s * 1000), data, n, err)
+  if st == C.KL_ETIMEOUT then
+    self:kill()
+    return nil, "timeout", string.format("no answer within %.0f s: the worker was killed", timeout_s)
+  elseif st ~= 0 then
+    local m = ffi.string(err.msg)
+    self:kill()
+    return nil, "crashed", m
+  end
+  local reply = ffi.string(data[0], n[0])
+  C.kl_free(data[0])
+  local ok, tbl = pcall(cjson.decode, reply)
+  if not ok then self:kill() return nil, "error", "unreadable reply from the worker" end
+  return tbl
+end
+
+function Evaluator:kill()
+  if self.proc then
+    C.kl_proc_kill(self.proc)
+    self.proc = nil
+    self.ready = false
+  end
+end
+
+function Evaluator:close()
+  if self.proc then
+    local s = cjson.encode({ op = "quit" })
+    local err = ffi.new("kl_err")
+    C.kl_proc_send(self.proc, s, #s, err)
+    C.kl_proc_close(self.proc, 2000)
+    self.proc = nil
+    self.ready = false
+  end
+end
+
+-- Starts (or restarts) the worker: hello, compile the reference, set the task up.
+function Evaluator:start()
+  if self.ready then return true end
+  local ok, err = self:spawn()
+  if not ok then return nil, "cannot start a worker: " .. err end
+  local hello, kind, msg = self:request({ op = "hello", device = self.opts.device or 0 }, 60)
+  if not hello then return nil, "worker did not start (" .. kind .. "): " .. msg .. "\n" .. self:output_tail() end
+  if not hello.ok then self:kill() return nil, hello.error end
+  self.gpu = hello.gpu
+  self.arch = self.opts.arch or hello.gpu.arch
+  if not self.ref_job then
+    local ref = self.task.reference
+    local src = ref.baseline and self.task.source or ref.source
+    local job = compile.compile(src, { arch = self.arch, dir = self.task.dir, options = self.task.options,
+      name = ref.baseline and util.basename(self.task.kernel) or util.basename(ref.path) })
+    if not job.ok then
+      self:kill()
+      return nil, "the reference does not compile:\n" .. compile.filter_log(job.log)
+    end
+    self.ref_job = job
+  end
+  self.spec = self.spec or self:spec()
+  local t0 = C.kl_now()
+  local r
+  r, kind, msg = self:request({ op = "setup", spec = self.spec, ref_cubin = self.ref_job.cubin_path }, 900)
+  if not r then return nil, "task setup failed (" .. kind .. "): " .. msg end
+  if not r.ok then self:kill() return nil, "task setup failed: " .. tostring(r.error) end
+  self.setup_seconds = C.kl_now() - t0
+  self.ready = true
+  return true
+end
+
+-- Launch plans per case: the candidate's own (launch comments) or the task's.
+function Evaluator:plans(src)
+  local own = plan.from_source(src, self.task.entry)
+  local out = {}
+  for _, case in ipairs(taskmod.cases(self.task)) do
+    if own then
+      local p, err = own(case.size)
+      if not p then return nil, err end
+      out[case.label] = p
+    else
+      out[case.label] = plan.for_task(self.task, case.size)
+    end
+  end
+  return out
+end
+
+function Evaluator:floor_ms()
+  local cost = self.task.cost(self.task.sizes.bench)
+  local peaks = M.peaks(self.gpu, self.task.unit)
+  local t = math.max(cost.flops / peaks.flops, cost.bytes / peaks.bytes)
+  -- the clock attribute is the boost clock; keep 10% so a real kernel is never refused
+  return 0.9 * t * 1e3, cost, peaks
+end
+
+-- Evaluates one candidate source (nil: the task's own kernel). opts: defines, timing.
+-- Always returns a result table with a verdict.
+function Evaluator:evaluate(src, opts)
+  opts = opts or {}
+  src = src or self.task.source
+  local t0 = C.kl_now()
+  local ok, err = self:start()
+  if not ok then return { verdict = "launch_error", reason = err, infrastructure = true } end
+  local job = compile.compile(src, { arch = self.arch, dir = self.task.dir, options = self.task.options,
+    defines = opts.defines, name = opts.name })
+  local result
+  if job.rejected then
+    result = { verdict = "rejected", reason = job.log }
+  elseif not job.ok then
+    result = { verdict = "compile_error", reason = job.timeout and "compile deadline exceeded" or "does not compile",
+      log = compile.filter_log(job.log) }
+  else
+    local plans, perr = self:plans(src)
+    if not plans then
+      result = { verdict = "launch_error", reason = "launch plan: " .. perr }
+    else
+      local floor_ms, cost, peaks = self:floor_ms()
+      local reply, kind, msg = self:request({ op = "evaluate", cubin = job.cubin_path, plans = plans,
+        timing = opts.timing or self.opts.timing, floor_ms = floor_ms }, self:deadline())
+      if not reply then
+        result = { verdict = kind == "timeout" and "timeout" or "crashed", reason = msg,
+          output_tail = self:output_tail_last() }
+        self.restarts = self.restarts + 1
+      else
+        result = reply
+        result.ok = nil
+        if result.fatal then
+          -- the worker exits after a fatal error; reap it so the next call restarts
+          self:kill()
+          self.restarts = self.restarts + 1
+        end
+        if result.verdict == "ok" or result.verdict == "too_fast" then
+          local sec = result.time_ms * 1e-3
+          result.tflops = cost.flops / sec / 1e12
+          result.gbps = cost.bytes / sec / 1e9
+          result.frac_peak = math.max(cost.flops / sec / peaks.flops, cost.bytes / sec / peaks.bytes)
+          result.bound = (cost.flops / peaks.flops >= cost.bytes / peaks.bytes) and "compute" or "memory"
+          result.floor_ms = floor_ms
+        end
+      end
+    end
+  end
+  result.compile_seconds = job.seconds
+  result.compile_cached = job.cached
+  result.compile_log = job.log and compile.filter_log(job.log) or nil
+  local res = job.resources or {}
+  result.resources = result.resources or {}
+  for entry, r in pairs(res) do
+    result.resources[entry] = result.resources[entry] or {}
+    for k, v in pairs(r) do
+      if result.resources[entry][k] == nil then result.resources[entry][k] = v end
+    end
+  end
+  result.arch = self.arch
+  result.gpu = self.gpu and self.gpu.name
+  result.wall_seconds = C.kl_now() - t0
+  return result
+end
+
+function Evaluator:output_tail_last()
+  return self.last_tail or ""
+end
+
+-- Keep the worker's last output when it is killed (printf floods, crash messages).
+local kill = Evaluator.kill
+function Evaluator:kill()
+  if self.proc then self.last_tail = ffi.string(self.proc.tail, self.proc.tail_len) end
+  return kill(self)
+end
+
+return M

@@ -1,0 +1,419 @@
+-- kloop.protocol: the verification and timing protocols, written once above the
+-- backends. Runs inside a worker process; `be` is a backend module (backend_cuda, ...).
+-- Every failure of a candidate is a result table with a verdict, never an error.
+local core = require("kloop.core")
+local stats = require("kloop.stats")
+local ffi = core.ffi
+local C = core.C
+
+pcall(ffi.cdef, "void *malloc(size_t); void free(void *);")
+
+local M = {}
+
+local DTYPE = { f32 = C.KL_F32, f64 = C.KL_F64, f16 = C.KL_F16, bf16 = C.KL_BF16, i32 = C.KL_I32,
+  i64 = C.KL_I64, u32 = C.KL_U32, u8 = C.KL_U8, i8 = C.KL_I8 }
+local DIST = { uniform = C.KL_DIST_UNIFORM, normal = C.KL_DIST_NORMAL, const = C.KL_DIST_CONST, int = C.KL_DIST_INT }
+local SCALAR_CT = { f32 = "float[1]", f64 = "double[1]", i32 = "int32_t[1]", u32 = "uint32_t[1]",
+  i64 = "int64_t[1]", u8 = "uint8_t[1]", i8 = "int8_t[1]" }
+
+local function host_alloc(bytes)
+  local p = C.malloc(math.max(bytes, 4))
+  if p == nil then return nil end
+  return ffi.gc(ffi.cast("uint8_t*", p), C.free)
+end
+
+local function round4(b) return math.ceil(b / 4) * 4 end
+
+-- The worker's state for one task: inputs, reference outputs and device buffers per case.
+local state = nil
+
+local function free_state(be)
+  if not state then return end
+  for _, case in ipairs(state.cases) do
+    for _, ptr in pairs(case.dev) do be.free(ptr) end
+    for _, set in ipairs(case.sets) do
+      for _, ptr in pairs(set.dev_inputs) do be.free(ptr) end
+    end
+  end
+  state = nil
+end
+
+local function verdict(v, reason, evidence)
+  return { verdict = v, reason = reason, evidence = evidence or {} }
+end
+
+-- Builds the kernel parameter array for a case from the live device buffers.
+local function build_params(spec, case, out_dtype_override, out_ptrs)
+  local n = #spec.args
+  local params = ffi.new("void*[?]", math.max(n, 1))
+  local keep = {}
+  for i, a in ipairs(spec.args) do
+    local slot
+    if a.pointer then
+      local ptr = (out_ptrs and out_ptrs[i]) or case.dev[i]
+      slot = ffi.new("uint64_t[1]", ptr)
+    else
+      slot = ffi.new(SCALAR_CT[a.dtype], case.args[i].value)
+    end
+    keep[i] = slot
+    params[i - 1] = slot
+  end
+  return params, keep
+end
+
+-- Launches a plan (list of {fn, grid, block, smem}); returns true or nil, msg, fatal.
+local function launch_plan(be, kernels, params)
+  for k, kern in ipairs(kernels) do
+    local ok, msg, fatal = be.launch(kern.fn, kern.grid, kern.block, kern.smem, params)
+    if not ok then return nil, (#kernels > 1 and ("kernel " .. k .. ": ") or "") .. msg, fatal end
+  end
+  return true
+end
+
+-- Copies set `s` of a case's inputs into the live buffers (inputs and inouts).
+local function load_inputs(be, spec, case, s)
+  local set = case.sets[s]
+  for i, a in ipairs(spec.args) do
+    if a.pointer and a.role ~= "output" then
+      local ok, msg, fatal = be.d2d(case.dev[i], set.dev_inputs[i], case.bytes[i])
+      if not ok then return nil, msg, fatal end
+    end
+  end
+  return true
+end
+
+local function poison_outputs(be, spec, case)
+  for i, a in ipairs(spec.args) do
+    if a.pointer and a.role == "output" then
+      local ok, msg, fatal = be.fill32(case.dev[i], C.kl_poison_word(DTYPE[a.dtype]), round4(case.bytes[i]) / 4)
+      if not ok then return nil, msg, fatal end
+    end
+  end
+  return true
+end
+
+-- Sets up the task: fresh inputs from the run secret, reference outputs in higher
+-- precision, device buffers. spec is the concrete task (see kloop.eval).
+function M.setup(be, spec, ref_cubin)
+  free_state(be)
+  local t0 = C.kl_now()
+  local ref_mod, msg = be.load(ref_cubin)
+  if not ref_mod then return nil, "reference: " .. msg end
+  local ref_fn
+  ref_fn, msg = be.func(ref_mod, spec.reference.entry)
+  if not ref_fn then return nil, "reference: " .. msg end
+  state = { spec = spec, cases = {} }
+  local ref_dtype = spec.reference.precision
+  for ci, cs in ipairs(spec.cases) do
+    local case = { label = cs.label, bench = cs.bench, args = cs.args, bytes = {}, dev = {}, sets = {},
+      size = cs.size }
+    state.cases[ci] = case
+    for i, a in ipairs(spec.args) do
+      if a.pointer then
+        local count = cs.args[i].count
+        case.bytes[i] = count * tonumber(C.kl_dtype_size(DTYPE[a.dtype]))
+        local ptr, err = be.alloc(round4(case.bytes[i]))
+        if not ptr then free_state(be) return nil, string.format("%s: allocating %s: %s", cs.label, a.name, err) end
+        case.dev[i] = ptr
+      end
+    end
+    for s = 1, spec.nsets do
+      local set = { host_inputs = {}, hashes = {}, dev_inputs = {}, refs = {}, ref_rms = {} }
+      case.sets[s] = set
+      for i, a in ipairs(spec.args) do
+        if a.pointer and a.role ~= "output" then
+          local count = cs.args[i].count
+          local h = host_alloc(case.bytes[i])
+          if not h then free_state(be) return nil, "out of host memory for inputs" end
+          local d = a.dists[(s - 1) % #a.dists + 1]
+          local seed = cs.seeds[s][i]
+          if C.kl_buf_fill(h, DTYPE[a.dtype], count, DIST[d.kind], d.a, d.b, seed) ~= 0 then
+            free_state(be)
+            return nil, "cannot fill " .. a.name
+          end
+          set.host_inputs[i] = h
+          set.hashes[i] = C.kl_buf_hash(h, case.bytes[i])
+          local ptr, err = be.alloc(round4(case.bytes[i]))
+          if not ptr then free_state(be) return nil, "allocating input copies: " .. err end
+          set.dev_inputs[i] = ptr
+          local ok, e2 = be.h2d(ptr, h, case.bytes[i])
+          if not ok then free_state(be) return nil, e2 end
+        end
+      end
+      -- The reference writes its own (higher precision) output buffers.
+      local ok, err = load_inputs(be, spec, case, s)
+      if not ok then free_state(be) return nil, err end
+      local ref_out = {}
+      for i, a in ipairs(spec.args) do
+        if a.pointer and a.role ~= "input" then
+          local bytes = cs.args[i].count * tonumber(C.kl_dtype_size(DTYPE[ref_dtype]))
+          if a.role == "inout" then
+            return nil, "inout buffers with a separate reference are not supported yet: use reference = \"baseline\""
+          end
+          ref_out[i] = assert(be.alloc(round4(bytes)))
+          set.refs[i] = { bytes = bytes }
+        end
+      end
+      local params = build_params(spec, case, ref_dtype, ref_out)
+      local kernels = {}
+      for k, p in ipairs(cs.ref_plan) do
+        kernels[k] = { fn = ref_fn, grid = p.grid, block = p.block, smem = p.smem }
+        be.prepare_launch(ref_fn, p.smem)
+      end
+      ok, err = launch_plan(be, kernels, params)
+      if ok then ok, err = be.sync() end
+      if not ok then free_state(be) return nil, "reference failed on " .. cs.label .. ": " .. err end
+      for i, r in pairs(set.refs) do
+        local h = host_alloc(r.bytes)
+        ok, err = be.d2h(h, ref_out[i], r.bytes)
+        be.free(ref_out[i])
+        if not ok then free_state(be) return nil, err end
+        r.host = h
+        r.dtype = ref_dtype
+        -- rms of the reference, for the scale of the per-element bound
+        local cmp = ffi.new("kl_cmp")
+        C.kl_buf_compare(h, DTYPE[ref_dtype], h, DTYPE[ref_dtype], cs.args[i].count, 0, 0, 0, 0, cmp)
+        set.ref_rms[i] = cmp.ref_norm / math.sqrt(math.max(1, cs.args[i].count))
+        if cmp.n_nonfinite > 0 then
+          free_state(be)
+          return nil, string.format("the reference wrote NaN/Inf on %s (element %d)", cs.label, tonumber(cmp.first_nonfinite))
+        end
+      end
+    end
+  end
+  be.unload(ref_mod)
+  -- host scratch for read-backs: the largest output of any case, twice (determinism)
+  local maxb = 4
+  for _, case in ipairs(state.cases) do
+    for i, a in ipairs(spec.args) do
+      if a.pointer then maxb = math.max(maxb, case.bytes[i]) end
+    end
+  end
+  state.scratch = { host_alloc(maxb), host_alloc(maxb) }
+  return { seconds = C.kl_now() - t0, cases = #state.cases, sets = spec.nsets }
+end
+
+-- Compares the live outputs of a case with the reference of set s.
+-- Returns nil when right, or a verdict table.
+local function check_outputs(be, spec, case, s, scratch_idx, phase)
+  local set = case.sets[s]
+  local tol = spec.tolerance
+  for i, a in ipairs(spec.args) do
+    if a.pointer and a.role ~= "input" then
+      local host = state.scratch[scratch_idx or 1]
+      local ok, msg, fatal = be.d2h(host, case.dev[i], case.bytes[i])
+      if not ok then return verdict(fatal and "crashed" or "launch_error", msg), fatal end
+      local ref = set.refs[i]
+      local cmp = ffi.new("kl_cmp")
+      local count = case.args[i].count
+      local rms = set.ref_rms[i]
+      local max_abs = tol.max_abs or (64 * tol.rel * math.max(rms, 1e-30))
+      C.kl_buf_compare(host, DTYPE[a.dtype], ref.host, DTYPE[ref.dtype], count, max_abs, 64 * tol.rel,
+        C.kl_poison_word(DTYPE[a.dtype]), 1, cmp)
+      local where = string.format("%s (%s, input set %d%s)", a.name, case.label, s, phase and (", " .. phase) or "")
+      local ev = { case = case.label, set = s, arg = a.name, phase = phase, size = case.size }
+      if cmp.n_unwritten > 0 then
+        ev.index, ev.count = tonumber(cmp.first_unwritten), tonumber(cmp.n_unwritten)
+        return verdict("unwritten", string.format("%d of %d elements of %s were never written (first at %d)",
+          ev.count, count, where, ev.index), ev)
+      end
+      if cmp.n_nonfinite > 0 then
+        ev.index, ev.count = tonumber(cmp.first_nonfinite), tonumber(cmp.n_nonfinite)
+        return verdict("nan", string.format("%d NaN/Inf elements in %s where the reference is finite (first at %d)",
+          ev.count, where, ev.index), ev)
+      end
+      local rel = cmp.ref_norm > 0 and cmp.err_norm / cmp.ref_norm or cmp.err_norm
+      ev.rel_err, ev.max_abs_err = rel, cmp.max_abs_err
+      ev.index, ev.out, ev.ref = tonumber(cmp.worst_index), cmp.worst_out, cmp.worst_ref
+      if rel > tol.rel or cmp.n_bad > 0 then
+        ev.bad = tonumber(cmp.n_bad)
+        return verdict("wrong", string.format("%s: relative error %.3g (limit %.3g), %d elements off; worst at %d: %.9g vs %.9g",
+          where, rel, tol.rel, ev.bad, ev.index, ev.out, ev.ref), ev)
+      end
+      case.last_err = math.max(case.last_err or 0, rel)
+    end
+  end
+  return nil
+end
+
+local function check_inputs(be, spec, case, s)
+  local set = case.sets[s]
+  for i, a in ipairs(spec.args) do
+    if a.pointer and a.role == "input" then
+      local host = state.scratch[2]
+      local ok, msg, fatal = be.d2h(host, case.dev[i], case.bytes[i])
+      if not ok then return verdict(fatal and "crashed" or "launch_error", msg), fatal end
+      local h = C.kl_buf_hash(host, case.bytes[i])
+      if h ~= set.hashes[i] then
+        local idx = C.kl_buf_first_diff(host, set.host_inputs[i], DTYPE[a.dtype], case.args[i].count)
+        return verdict("inputs_modified", string.format("input %s was changed by the kernel (%s, first at element %d)",
+          a.name, case.label, tonumber(idx)), { case = case.label, arg = a.name, index = tonumber(idx) })
+      end
+    end
+  end
+  return nil
+end
+
+-- One launch of the candidate on case/set, then sync. Returns nil or a verdict (+fatal).
+local function run_once(be, spec, case, s, kernels, params)
+  local ok, msg, fatal = load_inputs(be, spec, case, s)
+  if ok then ok, msg, fatal = poison_outputs(be, spec, case) end
+  if not ok then return verdict(fatal and "crashed" or "launch_error", msg), fatal end
+  ok, msg, fatal = launch_plan(be, kernels, params)
+  if not ok then
+    return verdict(fatal and "crashed" or "launch_error", string.format("%s: %s", case.label, msg),
+      { case = case.label }), fatal
+  end
+  ok, msg, fatal = be.sync()
+  if not ok then
+    return verdict(fatal and "crashed" or "launch_error", string.format("%s: %s", case.label, msg),
+      { case = case.label }), fatal
+  end
+  return nil
+end
+
+-- Evaluates one candidate: req = {cubin, plans = {label -> plan}, timing = {...}, floor_ms}.
+function M.evaluate(be, req)
+  if not state then return { verdict = "launch_error", reason = "worker has no task (setup first)" } end
+  local spec = state.spec
+  local t0 = C.kl_now()
+  local mod, msg, fatal = be.load(req.cubin)
+  if not mod then
+    return { verdict = fatal and "crashed" or "launch_error", reason = "module load: " .. msg, fatal = fatal }
+  end
+  local result = M.evaluate_module(be, spec, mod, req)
+  be.unload(mod)
+  result.eval_seconds = C.kl_now() - t0
+  return result
+end
+
+function M.evaluate_module(be, spec, mod, req)
+  local fns, resources = {}, {}
+  local function get_fn(entry)
+    if fns[entry] then return fns[entry] end
+    local fn, msg, fatal = be.func(mod, entry)
+    if not fn then return nil, msg, fatal end
+    fns[entry] = fn
+    resources[entry] = be.attrs(fn)
+    return fn
+  end
+  -- resolve every kernel of every case's plan first
+  local plans = {}
+  for _, case in ipairs(state.cases) do
+    local p = req.plans[case.label]
+    if not p then return { verdict = "launch_error", reason = "no launch plan for " .. case.label } end
+    local kernels = {}
+    for k, l in ipairs(p) do
+      local fn, msg, fatal = get_fn(l.entry)
+      if not fn then return { verdict = fatal and "crashed" or "launch_error", reason = msg, fatal = fatal } end
+      local ok, m2, f2 = be.prepare_launch(fn, l.smem)
+      if not ok then
+        return { verdict = f2 and "crashed" or "launch_error", reason = "shared memory " .. l.smem .. " bytes: " .. m2,
+          fatal = f2, resources = resources }
+      end
+      kernels[k] = { fn = fn, grid = l.grid, block = l.block, smem = l.smem }
+    end
+    plans[case.label] = kernels
+  end
+  local function fail(v, fatal)
+    v.resources = resources
+    v.fatal = fatal or nil
+    return v
+  end
+
+  -- 1. every case (check sizes, then bench), every input set: poisoned outputs,
+  --    reference comparison, inputs unchanged
+  local bench
+  for _, case in ipairs(state.cases) do
+    local params, keep = build_params(spec, case)
+    for s = 1, spec.nsets do
+      local v, fatal = run_once(be, spec, case, s, plans[case.label], params)
+      if v then return fail(v, fatal) end
+      v, fatal = check_outputs(be, spec, case, s, 1)
+      if v then return fail(v, fatal) end
+      v, fatal = check_inputs(be, spec, case, s)
+      if v then return fail(v, fatal) end
+    end
+    -- 2. determinism: the last set again; bit-exact unless the task allows a tolerance
+    local last = spec.nsets
+    for i, a in ipairs(spec.args) do
+      if a.pointer and a.role ~= "input" then
+        be.d2h(state.scratch[2], case.dev[i], case.bytes[i])
+        local v, fatal = run_once(be, spec, case, last, plans[case.label], params)
+        if v then return fail(v, fatal) end
+        be.d2h(state.scratch[1], case.dev[i], case.bytes[i])
+        local idx = tonumber(C.kl_buf_first_diff(state.scratch[1], state.scratch[2], DTYPE[a.dtype], case.args[i].count))
+        if idx >= 0 then
+          if spec.tolerance.deterministic == "exact" then
+            return fail(verdict("nondeterministic", string.format(
+              "two runs on the same inputs differ (%s, %s, first at element %d)", a.name, case.label, idx),
+              { case = case.label, arg = a.name, index = idx }))
+          end
+          v, fatal = check_outputs(be, spec, case, last, 1, "repeat")
+          if v then
+            v.verdict = "nondeterministic"
+            return fail(v, fatal)
+          end
+        end
+        break
+      end
+    end
+    keep = keep
+    if case.bench then bench = { case = case, params = params, keep = keep } end
+  end
+
+  -- 3. timing on the bench case: inputs rotate between repetitions, outputs are poisoned,
+  --    the cache is flushed, and timed outputs are verified
+  local timing = req.timing or {}
+  local case = bench.case
+  local kernels = plans[case.label]
+  local samples = {}
+  local min_reps = timing.min_reps or 5
+  local max_reps = timing.max_reps or 500
+  local budget = timing.budget or 2.0
+  local target = timing.target_ci or 0.01
+  local tstart = C.kl_now()
+  local verify_at = { [1] = true, [2] = true }
+  local r = 0
+  while true do
+    r = r + 1
+    local s = (r - 1) % spec.nsets + 1
+    local ok, m, fatal = load_inputs(be, spec, case, s)
+    if ok then ok, m, fatal = poison_outputs(be, spec, case) end
+    if ok and timing.flush ~= false then ok, m, fatal = be.flush_cache() end
+    if ok then ok, m, fatal = be.timer_start() end
+    if ok then ok, m, fatal = launch_plan(be, kernels, bench.params) end
+    if ok then ok, m, fatal = be.timer_stop() end
+    local ms
+    if ok then ms, m, fatal = be.timer_read() end
+    if not ms then return fail(verdict(fatal and "crashed" or "launch_error", "timed launch: " .. tostring(m)), fatal) end
+    samples[r] = ms
+    local done = false
+    if r >= min_reps then
+      local med, lo, hi = stats.median_ci(samples)
+      if (hi - lo) / 2 <= target * med then done = true end
+      if C.kl_now() - tstart > budget or r >= max_reps then done = true end
+    end
+    if verify_at[r] or done then
+      local v, f2 = check_outputs(be, spec, case, s, 1, "timed launch " .. r)
+      if v then return fail(v, f2) end
+    end
+    if done then break end
+  end
+  local summary = stats.summarize(samples)
+  local result = {
+    verdict = "ok", reason = "verified on " .. #state.cases .. " sizes x " .. spec.nsets .. " input sets; timed " .. #samples .. " repetitions",
+    time_ms = summary.median, ci_ms = { summary.ci_lo, summary.ci_hi }, min_ms = summary.min,
+    spread = summary.spread, samples = samples, reps = #samples, resources = resources,
+    max_rel_err = case.last_err,
+  }
+  -- 4. the physical floor: faster than the hardware allows is a cheat or a bug
+  if req.floor_ms and summary.median < req.floor_ms then
+    result.verdict = "too_fast"
+    result.reason = string.format("median %.4f ms is below the physical floor %.4f ms (max of flops/peak and bytes/bandwidth)",
+      summary.median, req.floor_ms)
+  end
+  return result
+end
+
+return M
