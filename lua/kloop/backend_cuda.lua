@@ -41,7 +41,7 @@ function M.init(device)
     total_mem = tonumber(info.total_mem), uuid = ffi.string(info.uuid),
   }
   -- A scratch buffer twice the L2 size, written before each timed repetition.
-  local flush_bytes = math.max(2 * info.l2_bytes, 1 << 20)
+  local flush_bytes = math.max(2 * info.l2_bytes, 2^20)
   local p = ffi.new("uint64_t[1]")
   ok, msg = check(C.kl_cuda_alloc(flush_bytes, p, err))
   if not ok then return nil, msg end

@@ -102,7 +102,7 @@ function Evaluator:spawn()
 end
 
 function Evaluator:output_tail()
-  if not self.proc then return "" end
+  if not self.proc then return self.last_tail or "" end
   return ffi.string(self.proc.tail, self.proc.tail_len)
 end
 

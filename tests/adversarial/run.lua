@@ -1,0 +1,71 @@
+-- tests/adversarial/run.lua: every cheating or faulting candidate gets its expected
+-- verdict, and a correct candidate evaluated right after each still passes.
+-- usage: kloop tests/adversarial/run.lua [--compile-only] [NAME...]
+local eval = require("kloop.eval")
+local taskmod = require("kloop.task")
+local compile = require("kloop.compile")
+local util = require("kloop.util")
+local core = require("kloop.core")
+
+local here = util.dirname(arg[0])
+local compile_only = false
+local only = {}
+for _, a in ipairs(arg) do
+  if a == "--compile-only" then compile_only = true else only[a] = true end
+end
+
+local cases = {}
+local p = io.popen("ls " .. util.shell_quote(here) .. "/*.cu")
+for f in p:lines() do
+  local name = util.basename(f):gsub("%.cu$", "")
+  local src = util.read_file(f)
+  local expect = src:match("//%s*expect:%s*([%w_ ]+)")
+  if (next(only) == nil or only[name]) and name ~= "good" then
+    cases[#cases + 1] = { name = name, src = src, expect = expect }
+  end
+end
+p:close()
+
+local task = assert(taskmod.load(here .. "/gemm_small.lua"))
+local good = util.read_file(here .. "/good.cu")
+compile.default_deadline = 10
+
+local function expected(c, verdict)
+  for v in c.expect:gmatch("%S+") do if v == verdict then return true end end
+  return false
+end
+
+local failures, rows = 0, {}
+if compile_only then
+  -- What can be decided without a GPU: the fences and the compiler.
+  for _, c in ipairs(cases) do
+    local job = compile.compile(c.src, { arch = "sm_90", dir = task.dir, name = c.name .. ".cu" })
+    local got = job.ok and "compiles" or (job.rejected and "rejected" or "compile_error")
+    local want = (c.expect == "rejected" or c.expect == "compile_error") and c.expect or "compiles"
+    local ok = got == want
+    if not ok then failures = failures + 1 end
+    rows[#rows + 1] = string.format("%-24s %-16s %-16s %s", c.name, want, got, ok and "PASS" or "FAIL")
+  end
+else
+  if not core.gpu_probe(0) then
+    print("SKIP: no GPU here")
+    os.exit(77)
+  end
+  local ev = eval.new(task, { timing = { budget = 0.3, min_reps = 3 } })
+  for _, c in ipairs(cases) do
+    local r = ev:evaluate(c.src, { name = c.name .. ".cu" })
+    local ok = expected(c, r.verdict)
+    local g = ev:evaluate(good, { name = "good.cu" })
+    local next_ok = g.verdict == "ok"
+    if not (ok and next_ok) then failures = failures + 1 end
+    rows[#rows + 1] = string.format("%-24s %-26s %-16s %-6s %s", c.name, c.expect, r.verdict,
+      next_ok and "ok" or g.verdict, (ok and next_ok) and "PASS" or "FAIL")
+    if not ok or os.getenv("KLOOP_VERBOSE") then rows[#rows] = rows[#rows] .. "\n    " .. tostring(r.reason) end
+    if not next_ok then rows[#rows] = rows[#rows] .. "\n    next: " .. tostring(g.reason) end
+  end
+  ev:close()
+end
+print(string.format("%-24s %-26s %-16s %s", "candidate", "expected", "got", compile_only and "" or "next  result"))
+for _, r in ipairs(rows) do print(r) end
+print(string.format("%d of %d contained as expected", #cases - failures, #cases))
+os.exit(failures == 0 and 0 or 1)
