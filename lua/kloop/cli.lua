@@ -39,6 +39,7 @@ M.usage_error = usage_error
 
 -- Formats a Lua error for the user: `kloop: FILE:LINE: message` then the traceback.
 local function report(err)
+  if err == nil then return 1 end -- os.exit emulations unwind with nil: nothing to say
   if type(err) == "table" then err = err.message or tostring(err) end
   err = tostring(err)
   util.eprintf("kloop: %s\n", err)

@@ -172,10 +172,10 @@ function Evaluator:start()
     end
     self.ref_job = job
   end
-  self.spec = self.spec or self:spec()
+  self.task_spec = self.task_spec or self:spec()
   local t0 = C.kl_now()
   local r
-  r, kind, msg = self:request({ op = "setup", spec = self.spec, ref_cubin = self.ref_job.cubin_path }, 900)
+  r, kind, msg = self:request({ op = "setup", spec = self.task_spec, ref_cubin = self.ref_job.cubin_path }, 900)
   if not r then return nil, "task setup failed (" .. kind .. "): " .. msg end
   if not r.ok then self:kill() return nil, "task setup failed: " .. tostring(r.error) end
   self.setup_seconds = C.kl_now() - t0

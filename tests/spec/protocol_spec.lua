@@ -1,0 +1,152 @@
+-- tests/spec/protocol_spec.lua: the verification and timing protocol, on the sim backend.
+package.path = "tests/spec/support/?.lua;" .. package.path
+local protocol = require("kloop.protocol")
+local sim = require("backend_sim")
+
+local header = 'local g = require("sim_gemm")\nlocal ffi = require("ffi")\nreturn {\n'
+local function module(body)
+  local path = os.tmpname()
+  local f = assert(io.open(path, "w"))
+  f:write(header, body, "\n}\n")
+  f:close()
+  return path
+end
+
+local REF = module([[gemm_ref = function(p) local M, N, K, A, B, C = g.args(p, "double*"); g.gemm(M, N, K, A, B, C) end]])
+
+local function spec_for(sizes)
+  local cases = {}
+  for i, s in ipairs(sizes) do
+    cases[i] = { label = s.label, bench = s.bench or false, size = s,
+      args = { { value = s.M }, { value = s.N }, { value = s.K }, { count = s.M * s.K }, { count = s.K * s.N }, { count = s.M * s.N } },
+      seeds = { { 1, 2, 3, 4 + i, 5 + i, 6 }, { 7, 8, 9, 10 + i, 11 + i, 12 } },
+      ref_plan = { { entry = "gemm_ref", grid = { 1, 1, 1 }, block = { 1, 1, 1 }, smem = 0 } } }
+  end
+  return {
+    args = {
+      { name = "M", dtype = "i32" }, { name = "N", dtype = "i32" }, { name = "K", dtype = "i32" },
+      { name = "A", dtype = "f32", pointer = true, role = "input", dists = { { kind = "uniform", a = -1, b = 1 }, { kind = "normal", a = 0, b = 0.5 } } },
+      { name = "B", dtype = "f32", pointer = true, role = "input", dists = { { kind = "normal", a = 0, b = 1 }, { kind = "uniform", a = -2, b = 2 } } },
+      { name = "C", dtype = "f32", pointer = true, role = "output" },
+    },
+    cases = cases, nsets = 2, tolerance = { rel = 1e-5, deterministic = "exact" },
+    reference = { entry = "gemm_ref", precision = "f64" },
+  }
+end
+
+local SPEC = spec_for({ { label = "check1", M = 5, N = 7, K = 3 }, { label = "check2", M = 1, N = 3, K = 9 },
+  { label = "bench", M = 16, N = 16, K = 16, bench = true } })
+
+local function plans()
+  local p = {}
+  for _, c in ipairs(SPEC.cases) do p[c.label] = { { entry = "gemm", grid = { 1, 1, 1 }, block = { 1, 1, 1 }, smem = 0 } } end
+  return p
+end
+
+local function evaluate(body, extra)
+  local req = { cubin = module(body), plans = plans(), timing = { budget = 0.05, min_reps = 3, max_reps = 20 } }
+  for k, v in pairs(extra or {}) do req[k] = v end
+  return protocol.evaluate(sim, req)
+end
+
+describe("kloop.protocol on the sim backend", function()
+  setup(function() assert(protocol.setup(sim, SPEC, REF)) end)
+
+  it("passes a correct kernel, with timing samples and a CI", function()
+    local r = evaluate([[gemm = function(p) g.gemm(g.args(p)) end]])
+    assert.are.equal("ok", r.verdict, r.reason)
+    assert.is_true(r.reps >= 3 and #r.samples == r.reps)
+    assert.is_true(r.ci_ms[1] <= r.time_ms and r.time_ms <= r.ci_ms[2])
+  end)
+
+  it("finds unwritten outputs (poison left in place)", function()
+    local r = evaluate([[gemm = function(p) end]])
+    assert.are.equal("unwritten", r.verdict)
+    assert.are.equal("check1", r.evidence.case)
+    assert.are.equal(0, r.evidence.index)
+  end)
+
+  it("finds a partial write on the ragged size", function()
+    local r = evaluate([[gemm = function(p) local M, N, K, A, B, C = g.args(p)
+      if M % 4 == 0 then g.gemm(M, N, K, A, B, C) else g.gemm(M - 1, N, K, A, B, C) end end]])
+    assert.are.equal("unwritten", r.verdict)
+    assert.are.equal(4 * 7, r.evidence.index)
+  end)
+
+  it("finds wrong results, with the worst element as evidence", function()
+    local r = evaluate([[gemm = function(p) local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C); C[3] = C[3] + 0.5 end]])
+    assert.are.equal("wrong", r.verdict)
+    assert.are.equal(3, r.evidence.index)
+  end)
+
+  it("passes rounding noise far inside the tolerance", function()
+    local r = evaluate([[gemm = function(p) local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C)
+      for i = 0, M * N - 1 do C[i] = C[i] * (1 + 1e-7) end end]])
+    assert.are.equal("ok", r.verdict, r.reason)
+  end)
+
+  it("flags NaN where the reference is finite", function()
+    local r = evaluate([[gemm = function(p) local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C); C[1] = 0/0 end]])
+    assert.are.equal("nan", r.verdict)
+    assert.are.equal(1, r.evidence.index)
+  end)
+
+  it("flags inputs modified by the kernel", function()
+    local r = evaluate([[gemm = function(p) local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C); B[2] = 7 end]])
+    assert.are.equal("inputs_modified", r.verdict)
+    assert.are.equal("B", r.evidence.arg)
+    assert.are.equal(2, r.evidence.index)
+  end)
+
+  it("flags a kernel whose repeated run differs", function()
+    local r = evaluate([[gemm = function(p) local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C)
+      _G.flip = not _G.flip; if _G.flip then C[0] = C[0] * (1 + 1e-7) end end]])
+    assert.are.equal("nondeterministic", r.verdict)
+  end)
+
+  it("catches results cached by input pointer (inputs rotate at the same address)", function()
+    local r = evaluate([[gemm = function(p) local M, N, K, A, B, C = g.args(p)
+      _G.cache = _G.cache or {}
+      local key = tostring(ffi.cast("uintptr_t", A)) .. M
+      local c = _G.cache[key]
+      if c then for i = 0, M * N - 1 do C[i] = c[i] end return end
+      g.gemm(M, N, K, A, B, C)
+      c = {}; for i = 0, M * N - 1 do c[i] = C[i] end; _G.cache[key] = c end]])
+    assert.are.equal("wrong", r.verdict)
+  end)
+
+  it("catches a kernel that only works at the bench size", function()
+    local r = evaluate([[gemm = function(p) local M, N, K, A, B, C = g.args(p); g.gemm(M, N, 16, A, B, C) end]])
+    -- garbage reads past the inputs; NaN payloads may even copy the poison pattern
+    assert.are_not.equal("ok", r.verdict)
+  end)
+
+  it("turns launch failures into verdicts, fatal ones into crashed", function()
+    sim.fail_next = { msg = "invalid argument" }
+    local r = evaluate([[gemm = function(p) g.gemm(g.args(p)) end]])
+    assert.are.equal("launch_error", r.verdict)
+    assert.is_nil(r.fatal)
+    sim.fail_next = { msg = "illegal address", fatal = true }
+    r = evaluate([[gemm = function(p) g.gemm(g.args(p)) end]])
+    assert.are.equal("crashed", r.verdict)
+    assert.is_true(r.fatal)
+  end)
+
+  it("reports too_fast below the physical floor", function()
+    local r = evaluate([[gemm = function(p) g.gemm(g.args(p)) end]], { floor_ms = 1e6 })
+    assert.are.equal("too_fast", r.verdict)
+  end)
+
+  it("refuses a plan with too much shared memory", function()
+    local req_plans = plans()
+    req_plans.check1[1].smem = 300 * 1024
+    local r = protocol.evaluate(sim, { cubin = module([[gemm = function(p) end]]), plans = req_plans })
+    assert.are.equal("launch_error", r.verdict)
+  end)
+
+  it("names a missing kernel", function()
+    local r = evaluate([[other = function(p) end]])
+    assert.are.equal("launch_error", r.verdict)
+    assert.matches("gemm", r.reason)
+  end)
+end)

@@ -1,0 +1,61 @@
+-- tests/spec/support/backend_sim.lua: a test double of a backend, so the protocol
+-- (verification, timing, verdicts) runs in CI without a GPU. "Modules" are Lua files
+-- returning kernels: function(params, grid, block) that read and write host memory.
+local ffi = require("ffi")
+pcall(ffi.cdef, "void *malloc(size_t); void free(void *);")
+local C = ffi.C
+
+local M = { name = "sim", info = { name = "sim", arch = "sim" }, launches = 0 }
+M.fail_next = nil -- set to {msg=, fatal=} to make the next launch fail
+
+function M.init() return M.info end
+function M.load(path)
+  local chunk, err = loadfile(path)
+  if not chunk then return nil, err end
+  return { kernels = chunk() }
+end
+function M.unload() end
+function M.func(mod, entry)
+  local fn = mod.kernels[entry]
+  if not fn then return nil, "kernel '" .. entry .. "' not found" end
+  return fn
+end
+function M.attrs() return { registers = 1 } end
+function M.prepare_launch(fn, smem)
+  if smem > 48 * 1024 then return nil, "too much shared memory" end
+  return true
+end
+local live = {}
+function M.alloc(bytes)
+  local p = C.malloc(bytes)
+  local addr = tonumber(ffi.cast("uintptr_t", p))
+  live[addr] = p
+  return addr
+end
+function M.free(addr) C.free(live[addr]) live[addr] = nil end
+local function ptr(addr) return ffi.cast("uint8_t*", addr) end
+function M.h2d(dst, src, bytes) ffi.copy(ptr(dst), src, bytes) return true end
+function M.d2h(dst, src, bytes) ffi.copy(dst, ptr(src), bytes) return true end
+function M.d2d(dst, src, bytes) ffi.copy(ptr(dst), ptr(src), bytes) return true end
+function M.fill32(dst, word, count)
+  local p = ffi.cast("uint32_t*", dst)
+  for i = 0, count - 1 do p[i] = word end
+  return true
+end
+function M.launch(fn, grid, block, smem, params)
+  if M.fail_next then
+    local f = M.fail_next
+    M.fail_next = nil
+    return nil, f.msg, f.fatal
+  end
+  M.launches = M.launches + 1
+  fn(params, grid, block)
+  return true
+end
+function M.sync() return true end
+function M.flush_cache() return true end
+local t0, t1
+function M.timer_start() t0 = os.clock() return true end
+function M.timer_stop() t1 = os.clock() return true end
+function M.timer_read() return (t1 - t0) * 1e3 + 1e-3 end
+return M
