@@ -184,8 +184,8 @@ function Evaluator:start()
 end
 
 -- Launch plans per case: the candidate's own (launch comments) or the task's.
-function Evaluator:plans(src)
-  local own = plan.from_source(src, self.task.entry)
+function Evaluator:plans(src, defines)
+  local own = plan.from_source(src, self.task.entry, defines)
   local out = {}
   for _, case in ipairs(taskmod.cases(self.task)) do
     if own then
@@ -224,7 +224,7 @@ function Evaluator:evaluate(src, opts)
     result = { verdict = "compile_error", reason = job.timeout and "compile deadline exceeded" or "does not compile",
       log = compile.filter_log(job.log) }
   else
-    local plans, perr = self:plans(src)
+    local plans, perr = self:plans(src, opts.defines)
     if not plans then
       result = { verdict = "launch_error", reason = "launch plan: " .. perr }
     else

@@ -66,12 +66,16 @@ end
 -- lines, one per kernel in order, evaluated in a sandbox with the sizes in scope.
 -- Returns nil when the source has none (the task's plan applies), or a function of
 -- the size that returns plan or nil, err.
-function M.from_source(source, default_entry)
-  local exprs = {}
+function M.from_source(source, default_entry, defines)
+  local exprs, consts = {}, {}
   for line in source:gmatch("[^\n]+") do
     local e = line:match("^%s*//%s*kloop:%s*launch%s+(.+)$")
     if e then exprs[#exprs + 1] = e end
+    -- numeric #defines are in scope too (tile sizes), overridden by -D parameters
+    local name, value = line:match("^%s*#%s*define%s+([%a_][%w_]*)%s+(%-?[%d%.]+)%s*$")
+    if name and tonumber(value) then consts[name] = tonumber(value) end
   end
+  for k, v in pairs(defines or {}) do consts[k] = tonumber(v) or v end
   if #exprs == 0 then return nil end
   local fns = {}
   for i, e in ipairs(exprs) do
@@ -84,8 +88,11 @@ function M.from_source(source, default_entry)
   return function(size)
     local taskmod = require("kloop.task")
     local list = {}
+    local scope = {}
+    for k, v in pairs(consts) do scope[k] = v end
+    for k, v in pairs(size) do scope[k] = v end
     for i, fn in ipairs(fns) do
-      setfenv(fn, taskmod.sandbox_env(size))
+      setfenv(fn, taskmod.sandbox_env(scope))
       -- An LLM wrote this comment: bound its work so it cannot stall the parent.
       debug.sethook(function() error("launch comment runs too long", 2) end, "", 1000000)
       local ok, v = pcall(fn)
