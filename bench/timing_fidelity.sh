@@ -25,7 +25,7 @@ for row in csv.DictReader(lines):
     if row.get("Metric Name") == "gpu__time_duration.sum":
         v = float(row["Metric Value"].replace(",", ""))
         unit = row.get("Metric Unit", "")
-        scale = {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3}.get(unit, 1e-6)
+        scale = {"nsecond": 1e-6, "ns": 1e-6, "usecond": 1e-3, "us": 1e-3, "msecond": 1.0, "ms": 1.0, "second": 1e3, "s": 1e3}.get(unit, 1e-6)
         vals.append(v * scale)
 big = [v for v in vals if vals and v > 0.5 * max(vals)]  # bench-size launches
 ncu = statistics.median(big) if big else float("nan")

@@ -83,7 +83,9 @@ end
 
 -- Variables a worker may see: no API keys, nothing of the user's beyond the basics.
 M.worker_env = { "PATH", "HOME", "LANG", "LC_", "CUDA_", "NVIDIA_", "LD_LIBRARY_PATH", "KLOOP_LUA_DIR",
-  "KLOOP_EMBEDDED_ONLY", "KLOOP_CUDA_HOME", "TMPDIR" }
+  "KLOOP_EMBEDDED_ONLY", "KLOOP_CUDA_HOME", "TMPDIR",
+  -- profilers (ncu, compute-sanitizer) inject through these
+  "LD_PRELOAD", "NV_", "NSIGHT", "NVTX_" }
 
 function Evaluator:spawn()
   local argv = { exe_path(), "--worker", self.opts.backend or "cuda" }
