@@ -13,8 +13,8 @@ return kloop.task {
     -- not multiples of 16/32/128, a skinny one, and a tiny one
     check = { { M = 257, N = 383, K = 129 }, { M = 1000, N = 1024, K = 64 }, { M = 1, N = 7, K = 3 } },
   },
-  -- the baseline maps threadIdx.x to rows
-  launch = function(s) return { grid = { cdiv(s.M, 16), cdiv(s.N, 16) }, block = { 16, 16 } } end,
+  -- the baseline maps threadIdx.x to rows (32x32 blocks: a warp reads 32 rows of A)
+  launch = function(s) return { grid = { cdiv(s.M, 32), cdiv(s.N, 32) }, block = { 32, 32 } } end,
   reference = {
     source = "gemm_ref.cu", entry = "gemm_ref", precision = "f64",
     launch = function(s) return { grid = { cdiv(s.N, 32), cdiv(s.M, 8) }, block = { 32, 8 } } end,

@@ -209,6 +209,52 @@ function Evaluator:floor_ms()
   return 0.9 * t * 1e3, cost, peaks
 end
 
+-- Compiles a candidate and builds its launch plans: returns the worker request part
+-- ({cubin, plans, floor_ms}) and the job, or nil, a result table with the verdict, job.
+function Evaluator:prepare(src, opts)
+  local job = compile.compile(src, { arch = self.arch, dir = self.task.dir, options = self.task.options,
+    defines = opts.defines, name = opts.name })
+  if job.rejected then return nil, { verdict = "rejected", reason = job.log }, job end
+  if not job.ok then
+    return nil, { verdict = "compile_error", reason = job.timeout and "compile deadline exceeded" or "does not compile",
+      log = compile.filter_log(job.log) }, job
+  end
+  local plans, perr = self:plans(src, opts.defines)
+  if not plans then return nil, { verdict = "launch_error", reason = "launch plan: " .. perr }, job end
+  return { cubin = job.cubin_path, plans = plans, floor_ms = self:floor_ms() }, nil, job
+end
+
+-- Adds achieved rates and the fraction of the ceiling to a timed result.
+function Evaluator:derive(result)
+  if result.verdict == "ok" or result.verdict == "too_fast" then
+    local floor_ms, cost, peaks = self:floor_ms()
+    local sec = result.time_ms * 1e-3
+    result.tflops = cost.flops / sec / 1e12
+    result.gbps = cost.bytes / sec / 1e9
+    result.frac_peak = math.max(cost.flops / sec / peaks.flops, cost.bytes / sec / peaks.bytes)
+    result.bound = (cost.flops / peaks.flops >= cost.bytes / peaks.bytes) and "compute" or "memory"
+    result.floor_ms = floor_ms
+  end
+  return result
+end
+
+-- Sends a request that runs candidate code; a dead or hung worker becomes a verdict.
+function Evaluator:run_request(req)
+  local reply, kind, msg = self:request(req, self:deadline())
+  if not reply then
+    self.restarts = self.restarts + 1
+    return nil, { verdict = kind == "timeout" and "timeout" or "crashed", reason = msg,
+      output_tail = self:output_tail_last() }
+  end
+  reply.ok = nil
+  if reply.fatal then
+    -- the worker exits after a fatal error; reap it so the next call restarts it
+    self:kill()
+    self.restarts = self.restarts + 1
+  end
+  return reply
+end
+
 -- Evaluates one candidate source (nil: the task's own kernel). opts: defines, timing.
 -- Always returns a result table with a verdict.
 function Evaluator:evaluate(src, opts)
@@ -217,45 +263,39 @@ function Evaluator:evaluate(src, opts)
   local t0 = C.kl_now()
   local ok, err = self:start()
   if not ok then return { verdict = "launch_error", reason = err, infrastructure = true } end
-  local job = compile.compile(src, { arch = self.arch, dir = self.task.dir, options = self.task.options,
-    defines = opts.defines, name = opts.name })
-  local result
-  if job.rejected then
-    result = { verdict = "rejected", reason = job.log }
-  elseif not job.ok then
-    result = { verdict = "compile_error", reason = job.timeout and "compile deadline exceeded" or "does not compile",
-      log = compile.filter_log(job.log) }
-  else
-    local plans, perr = self:plans(src, opts.defines)
-    if not plans then
-      result = { verdict = "launch_error", reason = "launch plan: " .. perr }
-    else
-      local floor_ms, cost, peaks = self:floor_ms()
-      local reply, kind, msg = self:request({ op = "evaluate", cubin = job.cubin_path, plans = plans,
-        timing = opts.timing or self.opts.timing, floor_ms = floor_ms }, self:deadline())
-      if not reply then
-        result = { verdict = kind == "timeout" and "timeout" or "crashed", reason = msg,
-          output_tail = self:output_tail_last() }
-        self.restarts = self.restarts + 1
-      else
-        result = reply
-        result.ok = nil
-        if result.fatal then
-          -- the worker exits after a fatal error; reap it so the next call restarts
-          self:kill()
-          self.restarts = self.restarts + 1
-        end
-        if result.verdict == "ok" or result.verdict == "too_fast" then
-          local sec = result.time_ms * 1e-3
-          result.tflops = cost.flops / sec / 1e12
-          result.gbps = cost.bytes / sec / 1e9
-          result.frac_peak = math.max(cost.flops / sec / peaks.flops, cost.bytes / sec / peaks.bytes)
-          result.bound = (cost.flops / peaks.flops >= cost.bytes / peaks.bytes) and "compute" or "memory"
-          result.floor_ms = floor_ms
-        end
-      end
-    end
+  local req, result, job = self:prepare(src, opts)
+  if req then
+    req.op = "evaluate"
+    req.timing = opts.timing or self.opts.timing
+    local reply, failed = self:run_request(req)
+    result = reply and self:derive(reply) or failed
   end
+  result = self:annotate(result, job)
+  result.wall_seconds = C.kl_now() - t0
+  return result
+end
+
+-- A/B comparison of two sources (nil: the task's kernel), timed interleaved.
+-- Returns {a = result, b = result, ratio = time_a / time_b, ratio_ci = {lo, hi}}.
+function Evaluator:compare(src_a, src_b, opts)
+  opts = opts or {}
+  local ok, err = self:start()
+  if not ok then return { a = { verdict = "launch_error", reason = err }, b = { verdict = "launch_error", reason = err } } end
+  local ra, fa, ja = self:prepare(src_a or self.task.source, { defines = opts.defines_a, name = "a.cu" })
+  local rb, fb, jb = self:prepare(src_b or self.task.source, { defines = opts.defines_b, name = "b.cu" })
+  if not (ra and rb) then
+    return { a = self:annotate(fa or { verdict = "not_run", reason = "the other candidate failed" }, ja),
+             b = self:annotate(fb or { verdict = "not_run", reason = "the other candidate failed" }, jb) }
+  end
+  local reply, failed = self:run_request({ op = "compare", a = ra, b = rb, timing = opts.timing or self.opts.timing })
+  if not reply then return { a = failed, b = failed } end
+  reply.a = self:annotate(self:derive(reply.a), ja)
+  reply.b = self:annotate(self:derive(reply.b), jb)
+  return reply
+end
+
+function Evaluator:annotate(result, job)
+  job = job or {}
   result.compile_seconds = job.seconds
   result.compile_cached = job.cached
   result.compile_log = job.log and compile.filter_log(job.log) or nil
@@ -269,7 +309,6 @@ function Evaluator:evaluate(src, opts)
   end
   result.arch = self.arch
   result.gpu = self.gpu and self.gpu.name
-  result.wall_seconds = C.kl_now() - t0
   return result
 end
 

@@ -18,6 +18,35 @@ setmetatable(kloop, {
   end,
 })
 
+-- Loads a task from its kernel or sidecar path: task, or nil, message.
+function kloop.load_task(path)
+  return require("kloop.task").load(path)
+end
+
+-- An evaluator for a task (starts its GPU worker on first use); see docs/LUA_API.md.
+function kloop.evaluator(task, opts)
+  if type(task) == "string" then
+    local t, err = kloop.load_task(task)
+    if not t then return nil, err end
+    task = t
+  end
+  return require("kloop.eval").new(task, opts)
+end
+
+-- Compiles a source for an arch without a GPU: the compile job table.
+function kloop.compile(src, opts)
+  return require("kloop.compile").compile(src, opts or {})
+end
+
+function kloop.help()
+  print([[kloop module (api_version ]] .. kloop.api_version .. [[):
+  kloop.load_task(path)           -> task | nil, err
+  kloop.evaluator(task, opts)     -> ev  (ev:evaluate(src, {defines=}), ev:compare(a, b), ev:close())
+  kloop.compile(src, {arch=, dir=, defines=, options=}) -> job (ok, log, resources, cubin_path)
+  kloop.core.gpu_probe()          -> GPU facts (from a child process)
+See docs/LUA_API.md.]])
+end
+
 function kloop.version()
   return require("kloop.core").version()
 end

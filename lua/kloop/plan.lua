@@ -83,6 +83,8 @@ function M.from_source(source, default_entry, defines)
     if not fn then
       return function() return nil, "launch comment " .. i .. " does not parse: " .. err end
     end
+    -- Compiled traces skip count hooks, so the JIT stays off for these chunks.
+    jit.off(fn, true)
     fns[i] = fn
   end
   return function(size)

@@ -272,148 +272,220 @@ local function run_once(be, spec, case, s, kernels, params)
   return nil
 end
 
--- Evaluates one candidate: req = {cubin, plans = {label -> plan}, timing = {...}, floor_ms}.
-function M.evaluate(be, req)
-  if not state then return { verdict = "launch_error", reason = "worker has no task (setup first)" } end
-  local spec = state.spec
-  local t0 = C.kl_now()
+-- Loads a candidate module and resolves every kernel of every case's plan.
+-- Returns cand = {mod, plans = {label -> kernels}, resources}, or nil, verdict table.
+local function load_candidate(be, req)
   local mod, msg, fatal = be.load(req.cubin)
   if not mod then
-    return { verdict = fatal and "crashed" or "launch_error", reason = "module load: " .. msg, fatal = fatal }
+    return nil, { verdict = fatal and "crashed" or "launch_error", reason = "module load: " .. msg, fatal = fatal }
   end
-  local result = M.evaluate_module(be, spec, mod, req)
-  be.unload(mod)
-  result.eval_seconds = C.kl_now() - t0
-  return result
-end
-
-function M.evaluate_module(be, spec, mod, req)
-  local fns, resources = {}, {}
-  local function get_fn(entry)
-    if fns[entry] then return fns[entry] end
-    local fn, msg, fatal = be.func(mod, entry)
-    if not fn then return nil, msg, fatal end
-    fns[entry] = fn
-    resources[entry] = be.attrs(fn)
-    return fn
-  end
-  -- resolve every kernel of every case's plan first
-  local plans = {}
+  local cand = { mod = mod, plans = {}, resources = {} }
+  local fns = {}
   for _, case in ipairs(state.cases) do
     local p = req.plans[case.label]
-    if not p then return { verdict = "launch_error", reason = "no launch plan for " .. case.label } end
+    if not p then be.unload(mod) return nil, { verdict = "launch_error", reason = "no launch plan for " .. case.label } end
     local kernels = {}
     for k, l in ipairs(p) do
-      local fn, msg, fatal = get_fn(l.entry)
-      if not fn then return { verdict = fatal and "crashed" or "launch_error", reason = msg, fatal = fatal } end
+      local fn = fns[l.entry]
+      if not fn then
+        fn, msg, fatal = be.func(mod, l.entry)
+        if not fn then
+          be.unload(mod)
+          return nil, { verdict = fatal and "crashed" or "launch_error", reason = msg, fatal = fatal }
+        end
+        fns[l.entry] = fn
+        cand.resources[l.entry] = be.attrs(fn)
+      end
       local ok, m2, f2 = be.prepare_launch(fn, l.smem)
       if not ok then
-        return { verdict = f2 and "crashed" or "launch_error", reason = "shared memory " .. l.smem .. " bytes: " .. m2,
-          fatal = f2, resources = resources }
+        be.unload(mod)
+        return nil, { verdict = f2 and "crashed" or "launch_error", fatal = f2, resources = cand.resources,
+          reason = "shared memory " .. l.smem .. " bytes: " .. m2 }
       end
       kernels[k] = { fn = fn, grid = l.grid, block = l.block, smem = l.smem }
     end
-    plans[case.label] = kernels
+    cand.plans[case.label] = kernels
   end
-  local function fail(v, fatal)
-    v.resources = resources
-    v.fatal = fatal or nil
-    return v
-  end
+  return cand
+end
 
-  -- 1. every case (check sizes, then bench), every input set: poisoned outputs,
-  --    reference comparison, inputs unchanged
-  local bench
+local function fail_with(cand, v, fatal)
+  v.resources = cand.resources
+  v.fatal = fatal or nil
+  return v
+end
+
+-- Verification: every case (check sizes, then bench) and every input set, with
+-- poisoned outputs, the reference comparison and unchanged inputs; then a
+-- determinism run per case. Returns nil when the candidate passes, or a verdict.
+local function verify(be, spec, cand)
   for _, case in ipairs(state.cases) do
-    local params, keep = build_params(spec, case)
+    local kernels = cand.plans[case.label]
+    local params = build_params(spec, case)
     for s = 1, spec.nsets do
-      local v, fatal = run_once(be, spec, case, s, plans[case.label], params)
-      if v then return fail(v, fatal) end
-      v, fatal = check_outputs(be, spec, case, s, 1)
-      if v then return fail(v, fatal) end
-      v, fatal = check_inputs(be, spec, case, s)
-      if v then return fail(v, fatal) end
+      local v, fatal = run_once(be, spec, case, s, kernels, params)
+      if not v then v, fatal = check_outputs(be, spec, case, s, 1) end
+      if not v then v, fatal = check_inputs(be, spec, case, s) end
+      if v then return fail_with(cand, v, fatal) end
     end
-    -- 2. determinism: the last set again; bit-exact unless the task allows a tolerance
     local last = spec.nsets
     for i, a in ipairs(spec.args) do
       if a.pointer and a.role ~= "input" then
         be.d2h(state.scratch[2], case.dev[i], case.bytes[i])
-        local v, fatal = run_once(be, spec, case, last, plans[case.label], params)
-        if v then return fail(v, fatal) end
+        local v, fatal = run_once(be, spec, case, last, kernels, params)
+        if v then return fail_with(cand, v, fatal) end
         be.d2h(state.scratch[1], case.dev[i], case.bytes[i])
         local idx = tonumber(C.kl_buf_first_diff(state.scratch[1], state.scratch[2], DTYPE[a.dtype], case.args[i].count))
         if idx >= 0 then
           if spec.tolerance.deterministic == "exact" then
-            return fail(verdict("nondeterministic", string.format(
+            return fail_with(cand, verdict("nondeterministic", string.format(
               "two runs on the same inputs differ (%s, %s, first at element %d)", a.name, case.label, idx),
               { case = case.label, arg = a.name, index = idx }))
           end
           v, fatal = check_outputs(be, spec, case, last, 1, "repeat")
           if v then
             v.verdict = "nondeterministic"
-            return fail(v, fatal)
+            return fail_with(cand, v, fatal)
           end
         end
         break
       end
     end
-    keep = keep
-    if case.bench then bench = { case = case, params = params, keep = keep } end
   end
+  return nil
+end
 
-  -- 3. timing on the bench case: inputs rotate between repetitions, outputs are poisoned,
-  --    the cache is flushed, and timed outputs are verified
-  local timing = req.timing or {}
-  local case = bench.case
-  local kernels = plans[case.label]
-  local samples = {}
+local function bench_case()
+  for _, case in ipairs(state.cases) do
+    if case.bench then return case end
+  end
+  return state.cases[#state.cases]
+end
+
+-- One timed repetition on the bench case: inputs of set s copied in, outputs poisoned
+-- and the cache flushed outside the timed region; events around the launch plan only.
+local function timed_rep(be, spec, case, kernels, params, s, flush)
+  local ok, m, fatal = load_inputs(be, spec, case, s)
+  if ok then ok, m, fatal = poison_outputs(be, spec, case) end
+  if ok and flush ~= false then ok, m, fatal = be.flush_cache() end
+  if ok then ok, m, fatal = be.timer_start() end
+  if ok then ok, m, fatal = launch_plan(be, kernels, params) end
+  if ok then ok, m, fatal = be.timer_stop() end
+  local ms
+  if ok then ms, m, fatal = be.timer_read() end
+  if not ms then return nil, verdict(fatal and "crashed" or "launch_error", "timed launch: " .. tostring(m)), fatal end
+  return ms
+end
+
+-- Timing loop over one or several candidates, interleaved (A, B, A, B, ...) so they
+-- see the same machine state. Stops when every median's CI half-width is within
+-- target, or at the budget. Outputs of timed launches are re-verified (the first two
+-- repetitions and the last), with the inputs rotating between sets.
+-- Returns samples per candidate, or nil, index of the failing candidate, verdict, fatal.
+local function time_interleaved(be, spec, cands, timing)
+  timing = timing or {}
+  local case = bench_case()
+  local params = build_params(spec, case)
   local min_reps = timing.min_reps or 5
   local max_reps = timing.max_reps or 500
   local budget = timing.budget or 2.0
   local target = timing.target_ci or 0.01
+  local samples = {}
+  for c = 1, #cands do samples[c] = {} end
   local tstart = C.kl_now()
-  local verify_at = { [1] = true, [2] = true }
   local r = 0
   while true do
     r = r + 1
     local s = (r - 1) % spec.nsets + 1
-    local ok, m, fatal = load_inputs(be, spec, case, s)
-    if ok then ok, m, fatal = poison_outputs(be, spec, case) end
-    if ok and timing.flush ~= false then ok, m, fatal = be.flush_cache() end
-    if ok then ok, m, fatal = be.timer_start() end
-    if ok then ok, m, fatal = launch_plan(be, kernels, bench.params) end
-    if ok then ok, m, fatal = be.timer_stop() end
-    local ms
-    if ok then ms, m, fatal = be.timer_read() end
-    if not ms then return fail(verdict(fatal and "crashed" or "launch_error", "timed launch: " .. tostring(m)), fatal) end
-    samples[r] = ms
-    local done = false
-    if r >= min_reps then
-      local med, lo, hi = stats.median_ci(samples)
-      if (hi - lo) / 2 <= target * med then done = true end
-      if C.kl_now() - tstart > budget or r >= max_reps then done = true end
+    local done = r >= max_reps or (r >= min_reps and C.kl_now() - tstart > budget)
+    if r >= min_reps and not done then
+      done = true
+      for c = 1, #cands do
+        local med, lo, hi = stats.median_ci(samples[c])
+        if (hi - lo) / 2 > target * med then done = false end
+      end
     end
-    if verify_at[r] or done then
-      local v, f2 = check_outputs(be, spec, case, s, 1, "timed launch " .. r)
-      if v then return fail(v, f2) end
+    for c, cand in ipairs(cands) do
+      local ms, v, fatal = timed_rep(be, spec, case, cand.plans[case.label], params, s, timing.flush)
+      if not ms then return nil, c, v, fatal end
+      samples[c][r] = ms
+      if r <= 2 or done then
+        local v2, f2 = check_outputs(be, spec, case, s, 1, "timed launch " .. r)
+        if v2 then return nil, c, v2, f2 end
+      end
     end
     if done then break end
   end
+  return samples
+end
+
+local function timing_result(samples, cand, floor_ms)
   local summary = stats.summarize(samples)
   local result = {
-    verdict = "ok", reason = "verified on " .. #state.cases .. " sizes x " .. spec.nsets .. " input sets; timed " .. #samples .. " repetitions",
+    verdict = "ok",
+    reason = "verified on " .. #state.cases .. " sizes x " .. state.spec.nsets .. " input sets; timed " .. #samples .. " repetitions",
     time_ms = summary.median, ci_ms = { summary.ci_lo, summary.ci_hi }, min_ms = summary.min,
-    spread = summary.spread, samples = samples, reps = #samples, resources = resources,
-    max_rel_err = case.last_err,
+    spread = summary.spread, samples = samples, reps = #samples, resources = cand.resources,
   }
-  -- 4. the physical floor: faster than the hardware allows is a cheat or a bug
-  if req.floor_ms and summary.median < req.floor_ms then
+  -- the physical floor: faster than the hardware allows is a cheat or a bug
+  if floor_ms and summary.median < floor_ms then
     result.verdict = "too_fast"
     result.reason = string.format("median %.4f ms is below the physical floor %.4f ms (max of flops/peak and bytes/bandwidth)",
-      summary.median, req.floor_ms)
+      summary.median, floor_ms)
   end
   return result
+end
+
+-- Evaluates one candidate: req = {cubin, plans = {label -> plan}, timing = {...}, floor_ms}.
+function M.evaluate(be, req)
+  if not state then return { verdict = "launch_error", reason = "worker has no task (setup first)" } end
+  local spec = state.spec
+  local t0 = C.kl_now()
+  local cand, v = load_candidate(be, req)
+  if not cand then return v end
+  local result = verify(be, spec, cand)
+  if not result then
+    local samples, _, tv, fatal = time_interleaved(be, spec, { cand }, req.timing)
+    result = samples and timing_result(samples[1], cand, req.floor_ms) or fail_with(cand, tv, fatal)
+  end
+  be.unload(cand.mod)
+  result.eval_seconds = C.kl_now() - t0
+  return result
+end
+
+-- A/B comparison: both verified, then timed interleaved. req = {a = req, b = req, timing}.
+-- Returns {a = result, b = result, ratio = median_a / median_b, ratio_ci = {lo, hi}}.
+function M.compare(be, req)
+  if not state then return { verdict = "launch_error", reason = "worker has no task (setup first)" } end
+  local spec = state.spec
+  local cands, out = {}, {}
+  for i, key in ipairs({ "a", "b" }) do
+    local cand, v = load_candidate(be, req[key])
+    if not cand then
+      out[key] = v
+    else
+      v = verify(be, spec, cand)
+      if v then out[key] = v else cands[#cands + 1] = cand cand.key = key end
+    end
+  end
+  if #cands == 2 then
+    local samples, c, v, fatal = time_interleaved(be, spec, cands, req.timing)
+    if not samples then
+      out[cands[c].key] = fail_with(cands[c], v, fatal)
+    else
+      out.a = timing_result(samples[1], cands[1], req.a.floor_ms)
+      out.b = timing_result(samples[2], cands[2], req.b.floor_ms)
+      -- ratio of medians with a CI from the paired per-repetition ratios
+      local ratios = {}
+      for r = 1, #samples[1] do ratios[r] = samples[1][r] / samples[2][r] end
+      local lo, hi = stats.bootstrap_ci(ratios)
+      out.ratio = out.a.time_ms / out.b.time_ms
+      out.ratio_ci = { lo, hi }
+    end
+  end
+  for _, cand in ipairs(cands) do be.unload(cand.mod) end
+  out.fatal = (out.a and out.a.fatal) or (out.b and out.b.fatal) or nil
+  return out
 end
 
 return M

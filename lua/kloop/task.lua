@@ -334,6 +334,7 @@ function M.check(t, file, cu_path)
   -- every size and launch plan must evaluate now, not halfway through a run
   for _, case in ipairs(M.cases(task)) do
     plan.for_task(task, case.size, file)
+    M.concrete_args(task, case.size)
   end
   return task
 end

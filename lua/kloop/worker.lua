@@ -57,6 +57,10 @@ function M.main(args)
           local r = protocol.evaluate(be, req)
           r.ok = true
           return r
+        elseif req.op == "compare" then
+          local r = protocol.compare(be, req)
+          r.ok = true
+          return r
         end
         return { ok = false, error = "unknown op " .. tostring(req.op) }
       end, debug.traceback)

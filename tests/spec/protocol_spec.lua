@@ -144,6 +144,25 @@ describe("kloop.protocol on the sim backend", function()
     assert.are.equal("launch_error", r.verdict)
   end)
 
+  it("compares two candidates interleaved, with a ratio and its CI", function()
+    local fast = { cubin = module([[gemm = function(p) g.gemm(g.args(p)) end]]), plans = plans() }
+    local slow = { cubin = module([[gemm = function(p) for r = 1, 4 do g.gemm(g.args(p)) end end]]), plans = plans() }
+    local r = protocol.compare(sim, { a = slow, b = fast, timing = { budget = 0.2, min_reps = 5, max_reps = 30 } })
+    assert.are.equal("ok", r.a.verdict, r.a.reason)
+    assert.are.equal("ok", r.b.verdict, r.b.reason)
+    assert.are.equal(r.a.reps, r.b.reps)
+    assert.is_true(r.ratio > 1.5, "slow/fast ratio " .. tostring(r.ratio))
+    assert.is_true(r.ratio_ci[1] <= r.ratio_ci[2])
+  end)
+
+  it("reports the failing side of a comparison", function()
+    local good = { cubin = module([[gemm = function(p) g.gemm(g.args(p)) end]]), plans = plans() }
+    local bad = { cubin = module([[gemm = function(p) end]]), plans = plans() }
+    local r = protocol.compare(sim, { a = good, b = bad })
+    assert.are.equal("unwritten", r.b.verdict)
+    assert.is_nil(r.ratio)
+  end)
+
   it("names a missing kernel", function()
     local r = evaluate([[other = function(p) end]])
     assert.are.equal("launch_error", r.verdict)
