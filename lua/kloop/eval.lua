@@ -246,6 +246,11 @@ function Evaluator:run_request(req)
     return nil, { verdict = kind == "timeout" and "timeout" or "crashed", reason = msg,
       output_tail = self:output_tail_last() }
   end
+  if reply.ok == false then
+    -- kloop's own worker code failed: say so plainly, and start afresh next time
+    self:kill()
+    return nil, { verdict = "crashed", reason = "kloop worker error: " .. tostring(reply.error) }
+  end
   reply.ok = nil
   if reply.fatal then
     -- the worker exits after a fatal error; reap it so the next call restarts it

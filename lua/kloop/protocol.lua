@@ -42,6 +42,10 @@ local function verdict(v, reason, evidence)
   return { verdict = v, reason = reason, evidence = evidence or {} }
 end
 
+-- The parameter array holds raw pointers to its slots, which the GC cannot see:
+-- the slots stay alive exactly as long as the array does.
+local anchors = setmetatable({}, { __mode = "k" })
+
 -- Builds the kernel parameter array for a case from the live device buffers.
 local function build_params(spec, case, out_dtype_override, out_ptrs)
   local n = #spec.args
@@ -58,7 +62,8 @@ local function build_params(spec, case, out_dtype_override, out_ptrs)
     keep[i] = slot
     params[i - 1] = slot
   end
-  return params, keep
+  anchors[params] = keep
+  return params
 end
 
 -- Launches a plan (list of {fn, grid, block, smem}); returns true or nil, msg, fatal.
