@@ -21,8 +21,9 @@ static lua_State *globalL;
 static volatile sig_atomic_t sigint_count;
 
 /* Ctrl-C: the hook raises a Lua error at the next instruction, so the running chunk
-   unwinds through its pcall (strategy hooks finish cleanly, `done` still runs). A
-   second Ctrl-C while the first is pending restores the default and ends the process. */
+   unwinds through its pcall (strategy hooks finish cleanly, `done` still runs). Code
+   running inside a compiled trace never sees the hook, so a second Ctrl-C before the
+   first is served ends the process the default way. */
 static void on_hook(lua_State *L, lua_Debug *ar) {
   (void)ar;
   lua_sethook(L, NULL, 0, 0);
@@ -31,7 +32,7 @@ static void on_hook(lua_State *L, lua_Debug *ar) {
 
 static void on_sigint(int sig) {
   (void)sig;
-  if (++sigint_count > 2) signal(SIGINT, SIG_DFL);
+  if (++sigint_count >= 2) signal(SIGINT, SIG_DFL); /* a second Ctrl-C ends kloop */
   if (globalL) lua_sethook(globalL, on_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
 }
 
@@ -41,6 +42,7 @@ int kl_sigint_pending(void) { return (int)sigint_count; }
 static int l_sigint_reset(lua_State *L) {
   int had = (int)sigint_count;
   sigint_count = 0;
+  signal(SIGINT, on_sigint);
   lua_sethook(L, NULL, 0, 0);
   lua_pushinteger(L, had);
   return 1;

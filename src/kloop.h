@@ -215,4 +215,35 @@ int kl_proc_close(kl_proc *p, int grace_ms);  /* close pipes, wait, then kill */
 int kl_chan_send(int fd, const char *data, size_t n, kl_err *err);
 int kl_chan_recv(int fd, char **data, size_t *n, kl_err *err);
 
+/* SQLite, a thin layer so the store (lua/kloop/store.lua) reaches it through this
+   header. Opening sets WAL, synchronous=FULL and a busy timeout. */
+typedef struct kl_db kl_db;
+typedef struct kl_stmt kl_stmt;
+
+typedef enum kl_coltype {
+  KL_COL_INTEGER = 1, KL_COL_FLOAT = 2, KL_COL_TEXT = 3, KL_COL_BLOB = 4, KL_COL_NULL = 5
+} kl_coltype;
+
+int kl_db_open(const char *path, int readonly, kl_db **db, kl_err *err);
+int kl_db_close(kl_db *db);
+int kl_db_exec(kl_db *db, const char *sql, kl_err *err);
+int64_t kl_db_last_insert_rowid(kl_db *db);
+int kl_db_changes(kl_db *db);
+int kl_db_prepare(kl_db *db, const char *sql, kl_stmt **stmt, kl_err *err);
+int kl_stmt_bind_int64(kl_stmt *st, int idx, int64_t v);
+int kl_stmt_bind_double(kl_stmt *st, int idx, double v);
+int kl_stmt_bind_text(kl_stmt *st, int idx, const char *s, size_t n);
+int kl_stmt_bind_blob(kl_stmt *st, int idx, const void *p, size_t n);
+int kl_stmt_bind_null(kl_stmt *st, int idx);
+/* KL_OK with *has_row = 1 for a row, 0 when done; an error status otherwise. */
+int kl_stmt_step(kl_stmt *st, int *has_row, kl_err *err);
+int kl_stmt_column_count(kl_stmt *st);
+const char *kl_stmt_column_name(kl_stmt *st, int i);
+int kl_stmt_column_type(kl_stmt *st, int i);
+int64_t kl_stmt_column_int64(kl_stmt *st, int i);
+double kl_stmt_column_double(kl_stmt *st, int i);
+const char *kl_stmt_column_text(kl_stmt *st, int i, size_t *n);
+int kl_stmt_reset(kl_stmt *st);
+void kl_stmt_finalize(kl_stmt *st);
+
 #endif

@@ -38,9 +38,9 @@ function M.print_result(r, name)
   end
   for _, entry in ipairs(util.sorted_keys(r.resources or {})) do
     local x = r.resources[entry]
-    print(string.format("%-10s %s: %s registers, %s B static smem, %s B local, spills %s/%s B", "resources", entry,
-      tostring(x.registers), tostring(x.static_smem), tostring(x.local_bytes or x.stack_bytes),
-      tostring(x.spill_stores), tostring(x.spill_loads)))
+    print(string.format("%-10s %s: %s registers, %s B static + %s B dynamic smem, %s B local, spills %s/%s B",
+      "resources", entry, tostring(x.registers), tostring(x.static_smem), tostring(x.dynamic_smem or 0),
+      tostring(x.local_bytes or x.stack_bytes), tostring(x.spill_stores), tostring(x.spill_loads)))
   end
   if r.log and r.log ~= "" then print("log:\n" .. r.log) end
 end

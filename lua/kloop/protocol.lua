@@ -301,6 +301,8 @@ local function load_candidate(be, req)
         fns[l.entry] = fn
         cand.resources[l.entry] = be.attrs(fn)
       end
+      local res = cand.resources[l.entry]
+      res.dynamic_smem = math.max(res.dynamic_smem or 0, l.smem)
       local ok, m2, f2 = be.prepare_launch(fn, l.smem)
       if not ok then
         be.unload(mod)

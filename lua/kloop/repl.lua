@@ -71,6 +71,9 @@ function M.main()
       if not fn then
         io.stderr:write(err, "\n")
       else
+        -- Compiled traces never run the Ctrl-C hook; interpreted REPL chunks do (the
+        -- kloop library they call stays compiled).
+        jit.off(fn, true)
         local res = { xpcall(fn, function(e) return debug.traceback(e, 2) end) }
         if res[1] then
           print_results(#res - 1, unpack(res, 2, table.maxn(res)))
