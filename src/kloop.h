@@ -215,6 +215,16 @@ int kl_proc_close(kl_proc *p, int grace_ms);  /* close pipes, wait, then kill */
 int kl_chan_send(int fd, const char *data, size_t n, kl_err *err);
 int kl_chan_recv(int fd, char **data, size_t *n, kl_err *err);
 
+/* Host backend: candidate shared objects and the worker's sandbox. */
+int kl_host_load(const char *path, void **handle, kl_err *err);
+int kl_host_symbol(void *handle, const char *name, void **fn, kl_err *err);
+int kl_host_unload(void *handle);
+void *kl_host_alloc(size_t bytes);   /* 64-byte aligned; NULL when out of memory */
+void kl_host_free(void *p);
+/* rlimits (address space, CPU seconds, no core, no file growth) and a seccomp filter
+   that kills the process on exec, fork, sockets, tracing and file-system writes. */
+int kl_sandbox_enter(int64_t max_bytes, int cpu_seconds, kl_err *err);
+
 /* SQLite, a thin layer so the store (lua/kloop/store.lua) reaches it through this
    header. Opening sets WAL, synchronous=FULL and a busy timeout. */
 typedef struct kl_db kl_db;

@@ -33,15 +33,21 @@ function M.print_result(r, name)
   if r.time_ms then
     print(string.format("%-10s %s (95%% CI %s .. %s, min %s, spread %.1f%%, %d reps)", "time",
       fmt_time(r.time_ms), fmt_time(r.ci_ms[1]), fmt_time(r.ci_ms[2]), fmt_time(r.min_ms), 100 * r.spread, r.reps))
-    print(string.format("%-10s %.2f TFLOP/s, %.1f GB/s, %.1f%% of the %s ceiling", "rate",
-      r.tflops, r.gbps, 100 * r.frac_peak, r.bound))
+    if r.frac_peak then
+      print(string.format("%-10s %.2f TFLOP/s, %.1f GB/s, %.1f%% of the %s ceiling", "rate",
+        r.tflops, r.gbps, 100 * r.frac_peak, r.bound))
+    else
+      print(string.format("%-10s %.2f GFLOP/s, %.1f GB/s", "rate", r.tflops * 1e3, r.gbps))
+    end
   end
   for _, entry in ipairs(util.sorted_keys(r.resources or {})) do
     local x = r.resources[entry]
+    if x.registers == nil then break end -- host kernels report no resources
     print(string.format("%-10s %s: %s registers, %s B static + %s B dynamic smem, %s B local, spills %s/%s B",
       "resources", entry, tostring(x.registers), tostring(x.static_smem), tostring(x.dynamic_smem or 0),
       tostring(x.local_bytes or x.stack_bytes), tostring(x.spill_stores), tostring(x.spill_loads)))
   end
+  if r.sandbox then print(string.format("%-10s %s", "sandbox", r.sandbox)) end
   if r.log and r.log ~= "" then print("log:\n" .. r.log) end
 end
 

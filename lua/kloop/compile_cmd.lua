@@ -11,6 +11,7 @@ M.usage = [[
 usage: kloop compile TARGET [--candidate FILE] [--arch sm_90] [--params K=V,...] [--json]
 
 Compiles the task's kernel (or FILE) with NVRTC to a cubin for ARCH (default sm_90),
+or, for a .c task, with the system C compiler (cc, -O3 -march=native) to a shared object,
 through the same include and option fences as an evaluation; prints the log and the
 resource usage (registers, shared memory, stack, spills). Works without a GPU.
 Exit: 0 compiled, 3 did not compile (or was rejected), 1 error, 2 bad usage.
@@ -32,14 +33,16 @@ function M.main(argv)
   end
   local defines, derr = args.defines(opts.params)
   if not defines then util.eprintf("kloop compile: --params: %s\n", derr) return 2 end
-  local job = compile.compile(src, { arch = opts.arch or "sm_90", dir = task.dir, options = task.options,
+  local compiler = task.backend == "host" and require("kloop.compile_host") or compile
+  local arch = task.backend == "host" and "host" or (opts.arch or "sm_90")
+  local job = compiler.compile(src, { arch = arch, dir = task.dir, options = task.options,
     defines = defines, name = name, no_cache = opts.no_cache })
   local verdict = job.ok and "ok" or (job.rejected and "rejected" or "compile_error")
   if opts.json then
     print(cjson.encode({ verdict = verdict, log = job.rejected and job.log or compile.filter_log(job.log), resources = job.resources,
       seconds = job.seconds, cached = job.cached or false, cubin = job.cubin_path }))
   else
-    print(string.format("%s: %s (%s, %.2f s%s)", name, verdict, opts.arch or "sm_90", job.seconds or 0,
+    print(string.format("%s: %s (%s, %.2f s%s)", name, verdict, arch, job.seconds or 0,
       job.cached and ", cached" or ""))
     local log = job.rejected and job.log or compile.filter_log(job.log)
     if log ~= "" then print(log) end

@@ -6,6 +6,7 @@ local util = require("kloop.util")
 local taskmod = require("kloop.task")
 local plan = require("kloop.plan")
 local compile = require("kloop.compile")
+local compile_host = require("kloop.compile_host")
 local ffi = core.ffi
 local C = core.C
 
@@ -87,14 +88,29 @@ M.worker_env = { "PATH", "HOME", "LANG", "LC_", "CUDA_", "NVIDIA_", "LD_LIBRARY_
   -- profilers (ncu, compute-sanitizer) inject through these
   "LD_PRELOAD", "NV_", "NSIGHT", "NVTX_" }
 
+-- A host worker runs C code nobody read: it sees even less.
+M.host_worker_env = { "PATH", "LANG", "LC_", "KLOOP_LUA_DIR", "KLOOP_EMBEDDED_ONLY", "TMPDIR" }
+
+function Evaluator:backend() return self.opts.backend or self.task.backend or "cuda" end
+
+function Evaluator:compile_source(src, opts)
+  if self:backend() == "host" then
+    return compile_host.compile(src, { dir = self.task.dir, options = self.task.options, defines = opts.defines,
+      name = opts.name })
+  end
+  return compile.compile(src, { arch = self.arch, dir = self.task.dir, options = self.task.options,
+    defines = opts.defines, name = opts.name })
+end
+
 function Evaluator:spawn()
-  local argv = { exe_path(), "--worker", self.opts.backend or "cuda" }
+  local argv = { exe_path(), "--worker", self:backend() }
+  local env_list = self:backend() == "host" and M.host_worker_env or M.worker_env
   local cargv = ffi.new("const char*[?]", #argv + 1)
   for i, a in ipairs(argv) do cargv[i - 1] = a end
   cargv[#argv] = nil
-  local env = ffi.new("const char*[?]", #M.worker_env + 1)
-  for i, a in ipairs(M.worker_env) do env[i - 1] = a end
-  env[#M.worker_env] = nil
+  local env = ffi.new("const char*[?]", #env_list + 1)
+  for i, a in ipairs(env_list) do env[i - 1] = a end
+  env[#env_list] = nil
   local proc = ffi.new("kl_proc")
   local err = ffi.new("kl_err")
   if C.kl_proc_spawn(proc, cargv, env, err) ~= 0 then return nil, ffi.string(err.msg) end
@@ -158,7 +174,8 @@ function Evaluator:start()
   if self.ready then return true end
   local ok, err = self:spawn()
   if not ok then return nil, "cannot start a worker: " .. err end
-  local hello, kind, msg = self:request({ op = "hello", device = self.opts.device or 0 }, 60)
+  local hello, kind, msg = self:request({ op = "hello", device = self.opts.device or 0,
+    sandbox = self.opts.sandbox }, 60)
   if not hello then return nil, "worker did not start (" .. kind .. "): " .. msg .. "\n" .. self:output_tail() end
   if not hello.ok then self:kill() return nil, hello.error end
   self.gpu = hello.gpu
@@ -166,8 +183,7 @@ function Evaluator:start()
   if not self.ref_job then
     local ref = self.task.reference
     local src = ref.baseline and self.task.source or ref.source
-    local job = compile.compile(src, { arch = self.arch, dir = self.task.dir, options = self.task.options,
-      name = ref.baseline and util.basename(self.task.kernel) or util.basename(ref.path) })
+    local job = self:compile_source(src, { name = ref.baseline and util.basename(self.task.kernel) or util.basename(ref.path) })
     if not job.ok then
       self:kill()
       return nil, "the reference does not compile:\n" .. compile.filter_log(job.log)
@@ -187,7 +203,7 @@ end
 
 -- Launch plans per case: the candidate's own (launch comments) or the task's.
 function Evaluator:plans(src, defines)
-  local own = plan.from_source(src, self.task.entry, defines)
+  local own = self:backend() ~= "host" and plan.from_source(src, self.task.entry, defines)
   local out = {}
   for _, case in ipairs(taskmod.cases(self.task)) do
     if own then
@@ -203,6 +219,8 @@ end
 
 function Evaluator:floor_ms()
   local cost = self.task.cost(self.task.sizes.bench)
+  -- no measured CPU peaks yet: the host backend has no floor (docs/SECURITY.md)
+  if self:backend() == "host" then return nil, cost, nil end
   local peaks = M.peaks(self.gpu, self.task.unit)
   local t = math.max(cost.flops / peaks.flops, cost.bytes / peaks.bytes)
   -- the clock attribute is the boost clock; keep 10% so a real kernel is never refused
@@ -212,8 +230,7 @@ end
 -- Compiles a candidate and builds its launch plans: returns the worker request part
 -- ({cubin, plans, floor_ms}) and the job, or nil, a result table with the verdict, job.
 function Evaluator:prepare(src, opts)
-  local job = compile.compile(src, { arch = self.arch, dir = self.task.dir, options = self.task.options,
-    defines = opts.defines, name = opts.name })
+  local job = self:compile_source(src, opts)
   if job.rejected then return nil, { verdict = "rejected", reason = job.log }, job end
   if not job.ok then
     return nil, { verdict = "compile_error", reason = job.timeout and "compile deadline exceeded" or "does not compile",
@@ -231,6 +248,7 @@ function Evaluator:derive(result)
     local sec = result.time_ms * 1e-3
     result.tflops = cost.flops / sec / 1e12
     result.gbps = cost.bytes / sec / 1e9
+    if not peaks then return result end
     result.frac_peak = math.max(cost.flops / sec / peaks.flops, cost.bytes / sec / peaks.bytes)
     result.bound = (cost.flops / peaks.flops >= cost.bytes / peaks.bytes) and "compute" or "memory"
     result.floor_ms = floor_ms
@@ -243,6 +261,9 @@ function Evaluator:run_request(req)
   local reply, kind, msg = self:request(req, self:deadline())
   if not reply then
     self.restarts = self.restarts + 1
+    if msg:find("signal 31", 1, true) then
+      msg = msg .. ": the sandbox stopped a forbidden system call (exec, fork, socket, file write or kill)"
+    end
     return nil, { verdict = kind == "timeout" and "timeout" or "crashed", reason = msg,
       output_tail = self:output_tail_last() }
   end
@@ -271,7 +292,7 @@ function Evaluator:evaluate(src, opts)
   local req, result, job = self:prepare(src, opts)
   if req then
     req.op = "evaluate"
-    req.timing = opts.timing or self.opts.timing
+    req.timing = self:timing(opts.timing)
     local reply, failed = self:run_request(req)
     result = reply and self:derive(reply) or failed
   end
@@ -292,11 +313,19 @@ function Evaluator:compare(src_a, src_b, opts)
     return { a = self:annotate(fa or { verdict = "not_run", reason = "the other candidate failed" }, ja),
              b = self:annotate(fb or { verdict = "not_run", reason = "the other candidate failed" }, jb) }
   end
-  local reply, failed = self:run_request({ op = "compare", a = ra, b = rb, timing = opts.timing or self.opts.timing })
+  local reply, failed = self:run_request({ op = "compare", a = ra, b = rb, timing = self:timing(opts.timing) })
   if not reply then return { a = failed, b = failed } end
   reply.a = self:annotate(self:derive(reply.a), ja)
   reply.b = self:annotate(self:derive(reply.b), jb)
   return reply
+end
+
+function Evaluator:timing(t)
+  local out = {}
+  for k, v in pairs(self.opts.timing or {}) do out[k] = v end
+  for k, v in pairs(t or {}) do out[k] = v end
+  if out.flush == nil then out.flush = self.task.flush_cache end
+  return out
 end
 
 function Evaluator:annotate(result, job)
@@ -314,6 +343,7 @@ function Evaluator:annotate(result, job)
   end
   result.arch = self.arch
   result.gpu = self.gpu and self.gpu.name
+  result.sandbox = self.gpu and self.gpu.sandbox
   return result
 end
 

@@ -102,6 +102,7 @@ end
 function M.setup(be, spec, ref_cubin)
   free_state(be)
   local t0 = C.kl_now()
+  if be.set_signature then be.set_signature(spec.args) end
   local ref_mod, msg = be.load(ref_cubin)
   if not ref_mod then return nil, "reference: " .. msg end
   local ref_fn

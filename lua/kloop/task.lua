@@ -64,11 +64,18 @@ function M.second_dist(d)
 end
 
 -- Parameter list of `entry` in a CUDA source: list of {ctype=, name=}, or nil, why.
-function M.kernel_params(source, entry)
+function M.kernel_params(source, entry, host)
   local clean = source:gsub("/%*.-%*/", " "):gsub("//[^\n]*", "")
-  local pat = "__global__[^;{(]-[%s%*]" .. entry:gsub("%p", "%%%0") .. "%s*%(([^)]*)%)"
-  local params = clean:match(pat)
-  if not params then return nil, "no __global__ function named '" .. entry .. "'" end
+  local name = entry:gsub("%p", "%%%0")
+  local params
+  if host then
+    -- a C definition: void entry(...) {
+    params = clean:match("void%s+" .. name .. "%s*%(([^)]*)%)%s*{")
+    if not params then return nil, "no function 'void " .. entry .. "(...)' defined" end
+  else
+    params = clean:match("__global__[^;{(]-[%s%*]" .. name .. "%s*%(([^)]*)%)")
+    if not params then return nil, "no __global__ function named '" .. entry .. "'" end
+  end
   local out = {}
   if params:match("^%s*void%s*$") or params:match("^%s*$") then return out end
   for p in (params .. ","):gmatch("([^,]*),") do
@@ -192,10 +199,12 @@ function M.check(t, file, cu_path)
 
   -- arguments, checked against the kernel's parameter list
   check_type(file, "args", t.args, "table", 'list the arguments: args = { {"N", "int"}, {"x", "const float*", size = "N"} }')
-  local params, perr = nil, nil
-  if task.backend == "cuda" then
-    params, perr = M.kernel_params(src, task.entry)
-    if not params then fail(file, "entry", perr .. " in " .. task.kernel, 'declare it extern "C" __global__') end
+  local params, perr = M.kernel_params(src, task.entry, task.backend == "host")
+  if not params then
+    fail(file, "entry", perr .. " in " .. task.kernel,
+      task.backend == "host" and "define it as a non-static void function" or 'declare it extern "C" __global__')
+  end
+  do
     if #params ~= #t.args then
       fail(file, "args", string.format("lists %d arguments but %s(%s) takes %d", #t.args, task.entry,
         task.kernel, #params), "list the kernel's parameters in order")
@@ -259,6 +268,10 @@ function M.check(t, file, cu_path)
   if not has_output then fail(file, "args", "no output buffer", "mark the result buffer with output = true") end
 
   -- launch plan of the task's own kernel
+  if task.backend == "host" and t.launch == nil then
+    -- a host kernel is one call: the plan only names the entry
+    t.launch = { grid = { 1 }, block = { 1 } }
+  end
   if type(t.launch) ~= "function" and type(t.launch) ~= "table" then
     fail(file, "launch", "missing launch plan", "add launch = function(s) return {grid = {...}, block = {...}} end")
   end
@@ -274,7 +287,7 @@ function M.check(t, file, cu_path)
     local rpath = dir .. "/" .. ref.source
     local rsrc = util.read_file(rpath)
     if not rsrc then fail(file, "reference.source", "cannot read " .. rpath) end
-    local rparams, rerr = M.kernel_params(rsrc, ref.entry)
+    local rparams, rerr = M.kernel_params(rsrc, ref.entry, rpath:match("%.c$") ~= nil)
     if not rparams then fail(file, "reference.entry", rerr .. " in " .. rpath) end
     if #rparams ~= #task.args then
       fail(file, "reference", string.format("%s takes %d parameters, the task %d", ref.entry, #rparams, #task.args))
@@ -331,6 +344,8 @@ function M.check(t, file, cu_path)
   end
   task.options = t.options or {}
   task.deadline = t.deadline
+  task.flush_cache = t.flush_cache
+  if task.flush_cache == nil then task.flush_cache = task.backend == "cuda" end
   -- every size and launch plan must evaluate now, not halfway through a run
   for _, case in ipairs(M.cases(task)) do
     plan.for_task(task, case.size, file)

@@ -70,4 +70,6 @@ function M.mkdir_p(path)
   return os.execute("mkdir -p " .. M.shell_quote(path)) == 0
 end
 
+function M.escape_pattern(s) return (s:gsub("%p", "%%%0")) end
+
 return M

@@ -1,6 +1,7 @@
 -- tests/adversarial/run.lua: every cheating or faulting candidate gets its expected
 -- verdict, and a correct candidate evaluated right after each still passes.
--- usage: kloop tests/adversarial/run.lua [--compile-only] [NAME...]
+-- usage: kloop tests/adversarial/run.lua [--compile-only] [--dir DIR --task SIDECAR --good FILE] [NAME...]
+-- Defaults: the GPU suite in tests/adversarial (gemm_small.lua, good.cu).
 local eval = require("kloop.eval")
 local taskmod = require("kloop.task")
 local compile = require("kloop.compile")
@@ -10,24 +11,35 @@ local core = require("kloop.core")
 local here = util.dirname(arg[0])
 local compile_only = false
 local only = {}
-for _, a in ipairs(arg) do
-  if a == "--compile-only" then compile_only = true else only[a] = true end
+local dir, task_path, good_path
+local i = 1
+while i <= #arg do
+  local a = arg[i]
+  if a == "--compile-only" then compile_only = true
+  elseif a == "--dir" then dir = arg[i + 1] i = i + 1
+  elseif a == "--task" then task_path = arg[i + 1] i = i + 1
+  elseif a == "--good" then good_path = arg[i + 1] i = i + 1
+  else only[a] = true end
+  i = i + 1
 end
+dir = dir or here
+task_path = task_path or (here .. "/gemm_small.lua")
+good_path = good_path or (here .. "/good.cu")
 
+local task = assert(taskmod.load(task_path))
+local ext = task.backend == "host" and "c" or "cu"
 local cases = {}
-local p = io.popen("ls " .. util.shell_quote(here) .. "/*.cu")
+local p = io.popen("ls " .. util.shell_quote(dir) .. "/*." .. ext)
 for f in p:lines() do
-  local name = util.basename(f):gsub("%.cu$", "")
+  local name = util.basename(f):gsub("%." .. ext .. "$", "")
   local src = util.read_file(f)
-  local expect = src:match("//%s*expect:%s*([%w_ ]+)")
-  if (next(only) == nil or only[name]) and name ~= "good" then
+  local expect = src:match("//%s*expect:%s*([%w_ ]+)") or src:match("/%*%s*expect:%s*([%w_ ]+)")
+  if (next(only) == nil or only[name]) and f ~= good_path and expect then
     cases[#cases + 1] = { name = name, src = src, expect = expect }
   end
 end
 p:close()
-
-local task = assert(taskmod.load(here .. "/gemm_small.lua"))
-local good = util.read_file(here .. "/good.cu")
+local good = assert(util.read_file(good_path))
 compile.default_deadline = 10
 
 local function expected(c, verdict)
@@ -38,8 +50,9 @@ end
 local failures, rows = 0, {}
 if compile_only then
   -- What can be decided without a GPU: the fences and the compiler.
+  local compiler = task.backend == "host" and require("kloop.compile_host") or compile
   for _, c in ipairs(cases) do
-    local job = compile.compile(c.src, { arch = "sm_90", dir = task.dir, name = c.name .. ".cu" })
+    local job = compiler.compile(c.src, { arch = "sm_90", dir = task.dir, name = c.name .. "." .. ext, deadline = 10 })
     local got = job.ok and "compiles" or (job.rejected and "rejected" or "compile_error")
     local want = (c.expect == "rejected" or c.expect == "compile_error") and c.expect or "compiles"
     local ok = got == want
@@ -47,15 +60,16 @@ if compile_only then
     rows[#rows + 1] = string.format("%-24s %-16s %-16s %s", c.name, want, got, ok and "PASS" or "FAIL")
   end
 else
-  if not core.gpu_probe(0) then
+  if task.backend == "cuda" and not core.gpu_probe(0) then
     print("SKIP: no GPU here")
     os.exit(77)
   end
-  local ev = eval.new(task, { timing = { budget = 0.3, min_reps = 3 } })
+  -- host workers get a 2 GiB address space here, so the allocation bomb ends quickly
+  local ev = eval.new(task, { timing = { budget = 0.3, min_reps = 3 }, sandbox = { max_bytes = 2 * 2^30 } })
   for _, c in ipairs(cases) do
-    local r = ev:evaluate(c.src, { name = c.name .. ".cu" })
+    local r = ev:evaluate(c.src, { name = c.name .. "." .. ext })
     local ok = expected(c, r.verdict)
-    local g = ev:evaluate(good, { name = "good.cu" })
+    local g = ev:evaluate(good, { name = "good." .. ext })
     local next_ok = g.verdict == "ok"
     if not (ok and next_ok) then failures = failures + 1 end
     rows[#rows + 1] = string.format("%-24s %-26s %-16s %-6s %s", c.name, c.expect, r.verdict,

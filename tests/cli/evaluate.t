@@ -31,6 +31,7 @@ Bad arguments:
   usage: kloop compile TARGET [--candidate FILE] [--arch sm_90] [--params K=V,...] [--json]
   
   Compiles the task's kernel (or FILE) with NVRTC to a cubin for ARCH (default sm_90),
+  or, for a .c task, with the system C compiler (cc, -O3 -march=native) to a shared object,
   through the same include and option fences as an evaluation; prints the log and the
   resource usage (registers, shared memory, stack, spills). Works without a GPU.
   Exit: 0 compiled, 3 did not compile (or was rejected), 1 error, 2 bad usage.

@@ -1,0 +1,10 @@
+/* expect: inputs_modified */
+/* Right answer, then scribbles on an input. */
+void sgemm(int M, int N, int K, const float *A, const float *B, float *C) {
+  for (int i = 0; i < M; ++i) {
+    for (int j = 0; j < N; ++j) C[(long)i * N + j] = 0.0f;
+    for (int k = 0; k < K; ++k)
+      for (int j = 0; j < N; ++j) C[(long)i * N + j] += A[(long)i * K + k] * B[(long)k * N + j];
+  }
+  ((float *)A)[0] = 0.0f;
+}
