@@ -1,0 +1,237 @@
+-- kloop.driver: runs a strategy (a table of hooks) on a task: budgets, the evaluation
+-- loop, progress, the store, Ctrl-C. Every hook call is protected.
+local core = require("kloop.core")
+local util = require("kloop.util")
+local taskmod = require("kloop.task")
+local eval = require("kloop.eval")
+local rng = require("kloop.rng")
+local C = core.C
+
+local M = {}
+
+-- Options every strategy has; a strategy adds its own in `options`.
+M.common_options = {
+  { "budget", 32, "candidates to evaluate (the baseline not counted)" },
+  { "time", 0, "wall-clock budget in seconds (0: none)" },
+  { "tokens", 0, "LLM token budget (0: none)" },
+  { "money", 0, "LLM cost budget in dollars (0: none)" },
+  { "seed", 0, "run seed (0: drawn at random and recorded)" },
+  { "timing_budget", 1.0, "seconds of timing per candidate" },
+  { "deadline", 0, "seconds one evaluation may take (0: the task's)" },
+  { "db", "", "store path (default ./kloop.db, or $KLOOP_DB)" },
+  { "quiet", false, "no progress lines" },
+}
+
+local function all_options(strategy)
+  local out, seen = {}, {}
+  for _, o in ipairs(strategy.options or {}) do out[#out + 1] = o seen[o[1]] = true end
+  for _, o in ipairs(M.common_options) do if not seen[o[1]] then out[#out + 1] = o end end
+  return out
+end
+
+function M.help(strategy, path)
+  local lines = { string.format("%s: %s", strategy.name or path, strategy.description or ""), "",
+    string.format("usage: kloop %s TARGET [--option value ...]", path), "", "options:" }
+  for _, o in ipairs(all_options(strategy)) do
+    lines[#lines + 1] = string.format("  --%-16s %s (default %s)", o[1]:gsub("_", "-"), o[3], tostring(o[2]))
+  end
+  return table.concat(lines, "\n") .. "\n"
+end
+
+-- Parses --name value pairs against the declared options; returns opts, target or nil, err.
+function M.parse(strategy, args)
+  local decl = {}
+  for _, o in ipairs(all_options(strategy)) do decl[o[1]] = o end
+  local opts, target = {}, nil
+  for name, o in pairs(decl) do opts[name] = o[2] end
+  local i = 1
+  while i <= #args do
+    local a = args[i]
+    local name, inline = a:match("^%-%-([%w%-_]+)=(.*)$")
+    name = name or a:match("^%-%-([%w%-_]+)$")
+    if name then
+      name = name:gsub("%-", "_")
+      local o = decl[name]
+      if not o then return nil, "unknown option --" .. name:gsub("_", "-") .. " (see: kloop STRATEGY help)" end
+      if type(o[2]) == "boolean" then
+        opts[name] = inline == nil or inline == "true" or inline == "1"
+      else
+        local v = inline or args[i + 1]
+        if v == nil then return nil, "--" .. name .. " needs a value" end
+        if not inline then i = i + 1 end
+        if type(o[2]) == "number" then
+          v = tonumber(v)
+          if not v then return nil, "--" .. name .. " needs a number" end
+        end
+        opts[name] = v
+      end
+    elseif not target then
+      target = a
+    else
+      return nil, "unexpected argument " .. a
+    end
+    i = i + 1
+  end
+  return opts, target
+end
+
+local Ctx = {}
+Ctx.__index = Ctx
+
+-- Evaluates one candidate: {source, defines, parent, proposer, ...}; returns result.
+function Ctx:evaluate(cand)
+  local r = self.ev:evaluate(cand.source, { defines = cand.defines, name = cand.name,
+    timing = { budget = self.opts.timing_budget } })
+  cand.result = r
+  cand.id = #self.history + 1
+  self.history[#self.history + 1] = cand
+  self.verdicts[r.verdict] = (self.verdicts[r.verdict] or 0) + 1
+  if r.verdict == "ok" and (not self.best or r.time_ms < self.best.result.time_ms) then
+    self.best = cand
+    cand.improved = true
+  end
+  if self.store then self.store:record(self, cand) end
+  self:progress(cand)
+  return r
+end
+
+function Ctx:speedup(cand)
+  local b = self.baseline and self.baseline.result
+  if not (b and b.time_ms and cand.result and cand.result.time_ms) then return nil end
+  return b.time_ms / cand.result.time_ms
+end
+
+function Ctx:describe(cand)
+  local d = {}
+  for _, k in ipairs(util.sorted_keys(cand.defines or {})) do d[#d + 1] = k .. "=" .. tostring(cand.defines[k]) end
+  return (#d > 0 and table.concat(d, " ") or (cand.label or cand.proposer or ""))
+end
+
+function Ctx:progress(cand)
+  if self.opts.quiet then return end
+  local r = cand.result
+  local n = #self.history - 1
+  local t = r.time_ms and string.format("%9.4f ms", r.time_ms) or string.rep(" ", 12)
+  local sp = self:speedup(cand)
+  io.stdout:write(string.format("[%3d/%d] %-16s %s %s %s%s\n", n, self.opts.budget, r.verdict, t,
+    sp and string.format("%6.2fx", sp) or "       ", self:describe(cand), cand.improved and "  (best)" or ""))
+  io.stdout:flush()
+end
+
+-- The first budget that is spent, or nil.
+function Ctx:budget_spent()
+  local o = self.opts
+  if #self.history - 1 >= o.budget then return "candidates" end
+  if o.time > 0 and C.kl_now() - self.t0 >= o.time then return "time" end
+  if o.tokens > 0 and (self.tokens or 0) >= o.tokens then return "tokens" end
+  if o.money > 0 and (self.cost or 0) >= o.money then return "money" end
+end
+
+-- Errors raised with a position (bugs) keep their traceback; plain messages raised
+-- with level 0 (a strategy explaining itself) are shown as they are.
+local function handler(e)
+  if type(e) == "string" and e:match("^[^%s:]+:%d+:") then return debug.traceback(e, 2) end
+  return tostring(e)
+end
+
+local function protected(name, fn, ...)
+  if not fn then return true end
+  local args, n = { ... }, select("#", ...)
+  local ok, err = xpcall(function() return fn(unpack(args, 1, n)) end, handler)
+  if not ok then return false, name .. ": " .. tostring(err), err end
+  return true, err
+end
+
+-- Runs a strategy table on a target. Returns an exit code.
+function M.run(strategy, path, args)
+  if args[1] == "help" or args[1] == "-h" or args[1] == "--help" then
+    io.stdout:write(M.help(strategy, path))
+    return 0
+  end
+  local opts, target = M.parse(strategy, args)
+  if not opts then util.eprintf("kloop: %s\n", target) return 2 end
+  if not target then util.eprintf("kloop: %s needs a TARGET (a task's kernel)\n%s", path, M.help(strategy, path)) return 2 end
+  local task, err = taskmod.load(target)
+  if not task then util.eprintf("kloop: %s\n", err) return 1 end
+  if task.backend == "cuda" and not core.gpu_probe(0) then
+    util.eprintf("kloop: no GPU here for %s; try a host task (examples/cpu/*.c)\n", target)
+    return 1
+  end
+  if opts.seed == 0 then opts.seed = rng.fresh_seed() end
+  local ctx = setmetatable({ task = task, opts = opts, history = {}, verdicts = {}, t0 = C.kl_now(),
+    rng = rng.new(opts.seed), strategy = strategy, path = path, target = target }, Ctx)
+  ctx.ev = eval.new(task, { deadline = opts.deadline > 0 and opts.deadline or nil })
+  local okstore, store = pcall(require, "kloop.run_store")
+  if okstore and store then
+    local s, serr = store.open(ctx, opts.db ~= "" and opts.db or nil)
+    if not s then util.eprintf("kloop: store: %s\n", serr) return 1 end
+    ctx.store = s
+  end
+
+  local status, reason = "done", nil -- reason: why the run stopped
+  local ok, msg = protected("init", strategy.init, ctx)
+  if ok then
+    -- the baseline: the task's own kernel, so every speedup has a reference
+    local base = { source = task.source, proposer = "baseline", label = "baseline" }
+    ok, msg = protected("baseline", function() ctx:evaluate(base) end)
+    ctx.baseline = base
+    if ok and base.result.verdict ~= "ok" then
+      util.eprintf("kloop: the task's own kernel fails (%s: %s); speedups are not defined\n",
+        base.result.verdict, base.result.reason or "")
+    end
+  end
+  while ok do
+    local spent = ctx:budget_spent()
+    if spent then reason = "budget: " .. spent break end
+    local cands
+    ok, cands = protected("propose", strategy.propose, ctx)
+    if not ok then msg = cands break end
+    if not cands or #cands == 0 then reason = "the strategy has nothing more to propose" break end
+    for _, cand in ipairs(cands) do
+      if ctx:budget_spent() then break end
+      ok, msg = protected("evaluate", function() ctx:evaluate(cand) end)
+      if not ok then break end
+      ok, msg = protected("on_result", strategy.on_result, ctx, cand, cand.result)
+      if not ok then break end
+    end
+    local spent2 = ctx:budget_spent()
+    if spent2 and not reason then reason = "budget: " .. spent2 end
+  end
+  if not ok then
+    if tostring(msg):find("interrupted", 1, true) then
+      status, reason = "interrupted", "Ctrl-C"
+    else
+      status, reason = "failed", msg
+    end
+  end
+  local okd, dmsg = protected("done", strategy.done, ctx)
+  ctx.ev:close()
+  if ctx.store then ctx.store:finish(ctx, status, reason) end
+  M.summary(ctx, status, reason)
+  if not okd then util.eprintf("kloop: %s\n", dmsg) end
+  if status == "failed" then util.eprintf("kloop: %s\n", reason) return 1 end
+  if status == "interrupted" then return 130 end
+  return 0
+end
+
+function M.summary(ctx, status, reason)
+  if #ctx.history == 0 then return end
+  local vs = {}
+  for _, k in ipairs(util.sorted_keys(ctx.verdicts)) do vs[#vs + 1] = k .. " " .. ctx.verdicts[k] end
+  local n = #ctx.history
+  local dt = C.kl_now() - ctx.t0
+  print(string.format("\nrun %s (%s) on %s: %d candidates in %.1f s (%.1f/min), seed %d",
+    status, tostring(reason or ""), ctx.task.name, n - 1, dt, (n - 1) / math.max(dt, 1e-9) * 60, ctx.opts.seed))
+  print("verdicts: " .. table.concat(vs, ", "))
+  local b = ctx.baseline and ctx.baseline.result
+  if b and b.time_ms then print(string.format("baseline: %.4f ms", b.time_ms)) end
+  if ctx.best then
+    local r = ctx.best.result
+    print(string.format("best:     %.4f ms (%s)%s  %s", r.time_ms,
+      r.tflops and string.format("%.2f TFLOP/s", r.tflops) or "",
+      ctx:speedup(ctx.best) and string.format(", %.2fx over the baseline", ctx:speedup(ctx.best)) or "",
+      ctx:describe(ctx.best)))
+  end
+end
+
+return M

@@ -1,0 +1,69 @@
+-- kloop.proposers: what makes candidates for the built-in strategies: `tune` (the
+-- task's parameters, no network) and, when an LLM is configured, `llm`.
+local tune = require("kloop.tune")
+
+local M = {}
+
+-- Tune proposer: children are unseen neighbours of the parent's parameter point.
+local Tune = {}
+Tune.__index = Tune
+
+function M.tune(ctx)
+  local space = tune.space(ctx.task)
+  if space.size == 0 then return nil, "the task declares no params to tune" end
+  return setmetatable({ space = space, seen = {}, name = "tune" }, Tune)
+end
+
+function Tune:mark(p)
+  local k = tune.key(p)
+  if self.seen[k] then return false end
+  self.seen[k] = true
+  return true
+end
+
+function Tune:children(ctx, parent, n)
+  local out = {}
+  local base = parent and parent.defines
+  if not base then
+    -- the baseline: its defaults are whatever the source defines; start anywhere
+    return self:fresh(ctx, n)
+  end
+  local ns = ctx.rng:shuffle(tune.neighbours(self.space, base))
+  for _, p in ipairs(ns) do
+    if #out >= n then break end
+    if self:mark(p) then out[#out + 1] = tune.candidate(ctx.task, p, parent) end
+  end
+  return out
+end
+
+function Tune:fresh(ctx, n)
+  local out = {}
+  for _ = 1, 20 * n do
+    if #out >= n then break end
+    local p = tune.random(self.space, ctx.rng)
+    if p and self:mark(p) then out[#out + 1] = tune.candidate(ctx.task, p) end
+  end
+  return out
+end
+
+-- Picks the proposer an option names; "auto" takes the LLM when one is configured.
+function M.choose(ctx)
+  local want = ctx.opts.proposer or "auto"
+  if want == "llm" or want == "auto" then
+    local ok, llm = pcall(require, "kloop.proposer_llm")
+    if ok and llm then
+      local p, err = llm.new(ctx)
+      if p then return p end
+      if want == "llm" then error(err, 0) end
+    elseif want == "llm" then
+      error("the llm proposer is not available in this build", 0)
+    end
+  end
+  local p, err = M.tune(ctx)
+  if not p then
+    error(err .. "; configure an LLM (OPENAI_API_KEY, ANTHROPIC_API_KEY or KLOOP_LLM_URL) to search source changes", 0)
+  end
+  return p
+end
+
+return M
