@@ -73,7 +73,16 @@ function M.kernel_params(source, entry, host)
     params = clean:match("void%s+" .. name .. "%s*%(([^)]*)%)%s*{")
     if not params then return nil, "no function 'void " .. entry .. "(...)' defined" end
   else
-    params = clean:match("__global__[^;{(]-[%s%*]" .. name .. "%s*%(([^)]*)%)")
+    -- the entry's parameter list, in a declaration that says __global__ (attributes
+    -- such as __launch_bounds__(...) may stand between the two)
+    local init = 1
+    while true do
+      local s, e, plist = clean:find("[%s%*]" .. name .. "%s*%(([^)]*)%)", init)
+      if not s then break end
+      local head = clean:sub(1, s):match("([^;{}]*)$") or ""
+      if head:find("__global__", 1, true) then params = plist break end
+      init = e + 1
+    end
     if not params then return nil, "no __global__ function named '" .. entry .. "'" end
   end
   local out = {}
@@ -336,6 +345,10 @@ function M.check(t, file, cu_path)
 
   -- tunable parameters (passed as -D defines); only those the kernel uses
   task.params = t.params or {}
+  if t.constraint ~= nil and type(t.constraint) ~= "function" then
+    fail(file, "constraint", "must be a function(point) returning true for valid parameter points")
+  end
+  task.constraint = t.constraint
   check_type(file, "params", task.params, "table")
   for k, v in pairs(task.params) do
     if type(k) ~= "string" or not k:match("^[%a_][%w_]*$") then fail(file, "params", "bad parameter name " .. tostring(k)) end
