@@ -43,13 +43,17 @@ function S.propose(ctx)
     return out
   end
   local evaluated = #ctx.history - 1
-  for _ = 1, 50 * n do
+  for _ = 1, 200 * n do
     if #out >= n then break end
     local p
     if evaluated < ctx.opts.explore * ctx.opts.budget or not ctx.current then
       p = tune.random(ctx.space, ctx.rng)
     else
-      local ns = tune.neighbours(ctx.space, ctx.current.defines)
+      -- an unseen neighbour of the current point; a random point once none is left
+      local ns = {}
+      for _, q in ipairs(tune.neighbours(ctx.space, ctx.current.defines or {})) do
+        if not ctx.seen[tune.key(q)] then ns[#ns + 1] = q end
+      end
       p = #ns > 0 and ctx.rng:pick(ns) or tune.random(ctx.space, ctx.rng)
     end
     if fresh(ctx, p) then out[#out + 1] = tune.candidate(ctx.task, p, ctx.current) end

@@ -171,6 +171,12 @@ function M.main(argv)
     _G.arg = arg
     local ok, res = run_chunk(fn, path, rest)
     if not ok then return 1 end
+    -- A script that returns a table of hooks is a strategy: the driver runs it.
+    if type(res) == "table" and type(res.propose) == "function" then
+      local rc = require("kloop.driver").run(res, script, rest)
+      if interactive then return require("kloop.repl").main() end
+      return rc
+    end
     if interactive then return require("kloop.repl").main() end
     if type(res) == "number" then return res end
     return 0

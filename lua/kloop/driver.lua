@@ -187,6 +187,9 @@ function M.run(strategy, path, args)
     ok, cands = protected("propose", strategy.propose, ctx)
     if not ok then msg = cands break end
     if not cands or #cands == 0 then reason = "the strategy has nothing more to propose" break end
+    -- compile the whole batch in parallel while nothing else needs the CPU
+    ok, msg = protected("compile", function() ctx.ev:precompile(cands) end)
+    if not ok then break end
     for _, cand in ipairs(cands) do
       if ctx:budget_spent() then break end
       ok, msg = protected("evaluate", function() ctx:evaluate(cand) end)

@@ -241,6 +241,21 @@ function Evaluator:prepare(src, opts)
   return { cubin = job.cubin_path, plans = plans, floor_ms = self:floor_ms() }, nil, job
 end
 
+-- Compiles a batch of candidates in parallel ahead of their evaluation, so the
+-- evaluations that follow find their binaries in the cache. cands: {source, defines}.
+function Evaluator:precompile(cands)
+  if self:backend() == "host" then return end -- cc runs per evaluation
+  local ok = self:start()
+  if not ok then return end
+  local jobs = {}
+  for _, c in ipairs(cands) do
+    local job = compile.prepare(c.source or self.task.source, { arch = self.arch, dir = self.task.dir,
+      options = self.task.options, defines = c.defines, name = c.name })
+    if job then jobs[#jobs + 1] = job end
+  end
+  compile.run(jobs, { parallel = self.opts.compile_parallel })
+end
+
 -- Adds achieved rates and the fraction of the ceiling to a timed result.
 function Evaluator:derive(result)
   if result.verdict == "ok" or result.verdict == "too_fast" then

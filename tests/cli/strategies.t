@@ -1,0 +1,53 @@
+Strategies on a host task (no GPU, no LLM): the tune proposer end to end.
+
+  $ kloop() { "$KLOOP" "$@"; }
+  $ export KLOOP_CACHE=$PWD/cache KLOOP_DB=$PWD/kloop.db
+  $ T="$KLOOP_SRC/examples/cpu/sgemm_blocked.c"
+
+A strategy lists its options:
+
+  $ kloop "$KLOOP_SRC/strategies/tune.lua" help | head -3
+  tune: search the task's tunable parameters (-D defines); no network
+  
+  usage: kloop */strategies/tune.lua TARGET [--option value ...] (glob)
+
+One run seed drives every choice: the same seed proposes the same points.
+
+  $ kloop "$KLOOP_SRC/strategies/tune.lua" "$T" --budget 5 --seed 11 --timing-budget 0.02 --explore 1 | grep '^\[' | grep -o 'TI=[0-9]* TJ=[0-9]* TK=[0-9]*' > a.txt
+  $ kloop "$KLOOP_SRC/strategies/tune.lua" "$T" --budget 5 --seed 11 --timing-budget 0.02 --explore 1 | grep '^\[' | grep -o 'TI=[0-9]* TJ=[0-9]* TK=[0-9]*' > b.txt
+  $ wc -l < a.txt; cmp a.txt b.txt && echo same
+  5
+  same
+  $ kloop "$KLOOP_SRC/strategies/tune.lua" "$T" --budget 5 --seed 12 --timing-budget 0.02 --explore 1 | grep '^\[' | grep -o 'TI=[0-9]* TJ=[0-9]* TK=[0-9]*' | cmp -s - a.txt || echo differs
+  differs
+
+The run stops at the first budget and says which:
+
+  $ kloop "$KLOOP_SRC/strategies/beam.lua" "$T" --budget 3 --seed 2 --timing-budget 0.02 --quiet | grep -E '^run|^verdicts'
+  run done (budget: candidates) on sgemm_blocked_cpu: 3 candidates in * (glob)
+  verdicts: ok 4
+  $ kloop greedy "$T" --budget 100 --time 1 --seed 2 --timing-budget 0.02 --quiet | grep -o 'budget: time'
+  budget: time
+
+A custom strategy from docs/SCRIPTING.md runs unchanged from another directory:
+
+  $ mkdir elsewhere && cp "$KLOOP_SRC/examples/strategies/random_walk.lua" elsewhere/ && cd elsewhere
+  $ kloop random_walk.lua "$T" --budget 3 --seed 5 --timing-budget 0.02 --quiet | grep -E '^run|^random_walk best' | sed 's/ in .*//'
+  random_walk best: TI=* (glob)
+  run done (budget: candidates) on sgemm_blocked_cpu: 3 candidates
+  $ cd ..
+
+Bad options and targets:
+
+  $ kloop "$KLOOP_SRC/strategies/tune.lua" "$T" --bogus 1; echo "exit $?"
+  kloop: unknown option --bogus (see: kloop STRATEGY help)
+  exit 2
+  $ kloop "$KLOOP_SRC/strategies/tune.lua" "$KLOOP_SRC/examples/cpu/sgemm.c" --budget 2 2>&1 | tail -1; echo "exit ${PIPESTATUS[0]}"
+  kloop: init: task sgemm_cpu declares no params: nothing to tune (add params = {NAME = {values}})
+  exit 1
+
+Ctrl-C ends the run cleanly: done runs, the summary says interrupted, exit 130.
+
+  $ KLOOP_CACHE=$PWD/fresh-cache timeout --preserve-status -s INT 2 "$KLOOP" "$KLOOP_SRC/strategies/tune.lua" "$T" --budget 100000 --seed 3 --timing-budget 0.3 --quiet | grep -E '^run' | sed 's/: [0-9]* candidates.*//'; echo "exit ${PIPESTATUS[0]}"
+  run interrupted (Ctrl-C) on sgemm_blocked_cpu
+  exit 130
