@@ -66,8 +66,10 @@ function S.on_result(ctx, cand, r)
   if r.verdict ~= "ok" then return end
   local cur = ctx.current
   if not cur then ctx.current = cand return end
+  -- draw every time, so the random stream does not depend on the measured times
+  local u = ctx.rng:float()
   local dt = (r.time_ms - cur.result.time_ms) / cur.result.time_ms
-  if dt < 0 or ctx.rng:float() < math.exp(-dt / ctx.temperature) then ctx.current = cand end
+  if dt < 0 or u < math.exp(-dt / ctx.temperature) then ctx.current = cand end
   ctx.temperature = ctx.temperature * 0.95
 end
 
