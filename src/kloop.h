@@ -256,4 +256,34 @@ const char *kl_stmt_column_text(kl_stmt *st, int i, size_t *n);
 int kl_stmt_reset(kl_stmt *st);
 void kl_stmt_finalize(kl_stmt *st);
 
+/* HTTP (libcurl multi): many POSTs in flight at once; the caller pulls finished
+   requests with kl_http_poll (no callbacks into Lua). The client owns each request
+   until poll returns it; the result's body is then the caller's (kl_http_result_free).
+   A failed transfer is still a result: curl_code != 0 and error set. */
+typedef struct kl_http kl_http;
+
+typedef struct kl_http_result {
+  int64_t id;            /* from kl_http_post */
+  int status;            /* HTTP status; 0 when no response arrived */
+  int curl_code;         /* CURLcode; 0 when the transfer completed */
+  char *body;            /* malloc'd, NUL-terminated; free with kl_http_result_free */
+  size_t body_len;
+  double total_s;        /* whole transfer, seconds */
+  double retry_after_ms; /* retry-after-ms, else retry-after (seconds or date); -1 if absent */
+  char request_id[128];  /* x-request-id / request-id header, for audit */
+  char error[256];       /* curl error text when curl_code != 0 */
+} kl_http_result;
+
+int kl_http_new(kl_http **client, kl_err *err);
+void kl_http_free(kl_http *client);  /* cancels what is still in flight */
+/* headers: nheaders "Name: value" strings, copied. timeout_ms <= 0: no limit. */
+int kl_http_post(kl_http *client, const char *url, const char *const *headers, int nheaders,
+                 const char *body, size_t body_len, int timeout_ms, int64_t *id, kl_err *err);
+/* Drives transfers for up to wait_ms; *done = 1 with res filled for one finished
+   request, *done = 0 when none finished in time (with nothing pending it just waits). */
+int kl_http_poll(kl_http *client, int wait_ms, kl_http_result *res, int *done, kl_err *err);
+int kl_http_cancel(kl_http *client, int64_t id);  /* KL_ENOTFOUND when not pending */
+int kl_http_pending(kl_http *client);             /* requests not yet returned by poll */
+void kl_http_result_free(kl_http_result *res);
+
 #endif

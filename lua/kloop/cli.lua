@@ -22,6 +22,12 @@ options:
 commands:
   doctor        check each component (GPU, NVRTC, CUPTI, C compiler, LLM, database)
   version       same as --version
+  runs          one line per run in the store (--db PATH, default $KLOOP_DB or ./kloop.db)
+  show ID       a run, or a candidate (c:ID) with its lineage and evaluation
+  best [RUN]    the best verified candidate
+  diff A B      source diff between two candidates
+  export ID -o DIR   a candidate's kernel, launch plan header and provenance.json
+  replay ID     re-evaluate a stored candidate and compare with the stored result
 
 environment:
   KLOOP_PATH        extra folders of strategy scripts (colon-separated)
@@ -201,6 +207,12 @@ M.command_modules = {
   version = "kloop.version_cmd",
   compile = "kloop.compile_cmd",
   check = "kloop.check_cmd",
+  runs = "kloop.runs_cmd",
+  show = "kloop.show_cmd",
+  best = "kloop.best_cmd",
+  diff = "kloop.diff_cmd",
+  export = "kloop.export_cmd",
+  replay = "kloop.replay_cmd",
 }
 
 return M

@@ -181,6 +181,8 @@ function M.run(strategy, path, args)
     end
   end
   while ok do
+    -- the Ctrl-C hook may have fired inside a pcall that swallowed it: the count stays
+    if C.kl_sigint_pending() > 0 then ok, msg = false, "interrupted" break end
     local spent = ctx:budget_spent()
     if spent then reason = "budget: " .. spent break end
     local cands
@@ -191,7 +193,7 @@ function M.run(strategy, path, args)
     ok, msg = protected("compile", function() ctx.ev:precompile(cands) end)
     if not ok then break end
     for _, cand in ipairs(cands) do
-      if ctx:budget_spent() then break end
+      if ctx:budget_spent() or C.kl_sigint_pending() > 0 then break end
       ok, msg = protected("evaluate", function() ctx:evaluate(cand) end)
       if not ok then break end
       ok, msg = protected("on_result", strategy.on_result, ctx, cand, cand.result)

@@ -47,7 +47,10 @@ Bad options and targets:
   exit 1
 
 Ctrl-C ends the run cleanly: done runs, the summary says interrupted, exit 130.
+(A strategy that never runs out of candidates, so only Ctrl-C ends it.)
 
-  $ KLOOP_CACHE=$PWD/fresh-cache timeout --preserve-status -s INT 2 "$KLOOP" "$KLOOP_SRC/strategies/tune.lua" "$T" --budget 100000 --seed 3 --timing-budget 0.3 --quiet | grep -E '^run' | sed 's/: [0-9]* candidates.*//'; echo "exit ${PIPESTATUS[0]}"
+  $ printf 'return { name = "forever", propose = function(ctx) return { { source = ctx.task.source } } end,\n  done = function(ctx) print("done ran") end }\n' > forever.lua
+  $ timeout --preserve-status -s INT 2 "$KLOOP" forever.lua "$T" --budget 100000 --timing-budget 0.05 --quiet | grep -E '^run|^done ran' | sed 's/: [0-9]* candidates.*//'; echo "exit ${PIPESTATUS[0]}"
+  done ran
   run interrupted (Ctrl-C) on sgemm_blocked_cpu
   exit 130

@@ -1,0 +1,360 @@
+-- kloop.prompt: prompt templates (prompts/*.txt): loading, versions, the context they see, rendering.
+--
+-- A template is plain text. `{{a.b}}` is replaced by a value of the context;
+-- `{{#a.b}} ... {{/a.b}}` keeps its body only when the value is present (not false,
+-- not ""), `{{^a.b}} ... {{/a.b}}` only when it is absent; `{{! note }}` is dropped.
+-- A line `=== system ===` / `=== user ===` starts that message. The id of a template
+-- is its file name without .txt, its version the kl_hash64 hex of its bytes, so
+-- every call records exactly which text produced it.
+-- Failure behaviour: unknown templates and unknown placeholders return nil, message
+-- (every unknown placeholder is listed); nothing here raises on bad input.
+local core = require("kloop.core")
+local util = require("kloop.util")
+local C = core.C
+
+local M = {}
+
+-- Folders searched for templates, first match wins.
+function M.dirs(opts)
+  local out = {}
+  if opts and opts.prompts_dir then out[#out + 1] = opts.prompts_dir end
+  local env = os.getenv("KLOOP_PROMPTS")
+  if env and env ~= "" then out[#out + 1] = env end
+  local ok, native = pcall(require, "kloop.native")
+  if ok and native.source_dir and native.source_dir ~= "" then out[#out + 1] = native.source_dir .. "/prompts" end
+  local exe = core.exe_path()
+  if exe then
+    local bin = util.dirname(exe)
+    out[#out + 1] = bin .. "/../prompts"
+    out[#out + 1] = bin .. "/../share/kloop/prompts"
+  end
+  return out
+end
+
+function M.version_of(text)
+  return util.hex64(C.kl_hash64(text, #text, 0))
+end
+
+-- Loads a template by id (or a path ending in .txt): {id, version, text, path}.
+function M.load(id, opts)
+  if type(id) ~= "string" or id == "" then return nil, "prompt id must be a non-empty string" end
+  local candidates = {}
+  if id:match("%.txt$") then
+    candidates[1] = id
+  else
+    if not id:match("^[%w_%-]+$") then return nil, "bad prompt id '" .. id .. "' (letters, digits, _ and -)" end
+    for _, d in ipairs(M.dirs(opts)) do candidates[#candidates + 1] = d .. "/" .. id .. ".txt" end
+  end
+  for _, path in ipairs(candidates) do
+    local text = util.read_file(path)
+    if text then
+      return { id = util.basename(path):gsub("%.txt$", ""), version = M.version_of(text), text = text, path = path }
+    end
+  end
+  return nil, string.format("no prompt template '%s' (looked in %s)", id,
+    table.concat(M.dirs(opts), ", "))
+end
+
+-- Ids of the templates found, sorted.
+function M.list(opts)
+  local seen, out = {}, {}
+  for _, d in ipairs(M.dirs(opts)) do
+    local p = io.popen("ls " .. util.shell_quote(d) .. " 2>/dev/null")
+    if p then
+      for name in p:lines() do
+        local id = name:match("^([%w_%-]+)%.txt$")
+        if id and not seen[id] then seen[id] = true out[#out + 1] = id end
+      end
+      p:close()
+    end
+  end
+  table.sort(out)
+  return out
+end
+
+-- Looks a dotted path up; returns found, value.
+local function lookup(ctx, path)
+  local v = ctx
+  for part in path:gmatch("[^%.]+") do
+    if type(v) ~= "table" then return false end
+    local n = tonumber(part)
+    local nv = v[part]
+    if nv == nil and n then nv = v[n] end
+    if nv == nil then return false end
+    v = nv
+  end
+  return true, v
+end
+
+local function fmt_value(v)
+  if v == false then return "(none)" end
+  if type(v) == "number" then
+    if v == math.floor(v) and math.abs(v) < 1e15 then return string.format("%d", v) end
+    return string.format("%.4g", v)
+  end
+  if type(v) == "table" then
+    local parts = {}
+    for _, x in ipairs(v) do parts[#parts + 1] = fmt_value(x) end
+    return table.concat(parts, "\n")
+  end
+  return tostring(v)
+end
+
+local function present(v)
+  return v ~= nil and v ~= false and v ~= "" and not (type(v) == "table" and next(v) == nil)
+end
+
+-- Renders text with ctx: string, or nil, "unknown placeholder(s) ...".
+function M.render(text, ctx)
+  local unknown, seen = {}, {}
+  local function note(name)
+    if not seen[name] then seen[name] = true unknown[#unknown + 1] = "{{" .. name .. "}}" end
+  end
+  text = text:gsub("{{!.-}}\n?", "")
+  local function expand(s)
+    -- sections first (innermost names are distinct, so a non-greedy match is enough)
+    s = s:gsub("{{([#%^])([%w_%.]+)}}\n?(.-){{/%2}}\n?", function(kind, name, body)
+      local found, v = lookup(ctx, name)
+      if not found then note(name) return "" end
+      local show = present(v)
+      if kind == "^" then show = not show end
+      return show and expand(body) or ""
+    end)
+    s = s:gsub("{{%s*([%w_%.]+)%s*}}", function(name)
+      local found, v = lookup(ctx, name)
+      if not found then note(name) return "" end
+      return fmt_value(v)
+    end)
+    return s
+  end
+  local out = expand(text)
+  if #unknown > 0 then
+    return nil, "unknown placeholder" .. (#unknown > 1 and "s " or " ") .. table.concat(unknown, ", ")
+  end
+  return out
+end
+
+-- Renders a template into chat messages: {{role=, content=}...}, or nil, err.
+function M.messages(tpl, ctx)
+  local text, err = M.render(tpl.text, ctx)
+  if not text then return nil, (tpl.id or "prompt") .. ": " .. err end
+  local msgs, role, buf = {}, "user", {}
+  local function flush()
+    local content = table.concat(buf, "\n"):gsub("^%s+", ""):gsub("%s+$", "")
+    if content ~= "" then msgs[#msgs + 1] = { role = role, content = content } end
+    buf = {}
+  end
+  for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+    local r = line:match("^===%s*(%a+)%s*===%s*$")
+    if r == "system" or r == "user" or r == "assistant" then
+      flush()
+      role = r
+    else
+      buf[#buf + 1] = line
+    end
+  end
+  flush()
+  if #msgs == 0 then return nil, (tpl.id or "prompt") .. ": renders to nothing" end
+  return msgs
+end
+
+-- ---- the context templates receive ----
+
+local function num(v, fmt)
+  if type(v) ~= "number" then return false end
+  return string.format(fmt or "%.4g", v)
+end
+
+-- "M=4096, N=4096, K=4096": size names in the order of the kernel's arguments, then the rest.
+local function sizes_text(s, task)
+  if type(s) ~= "table" then return false end
+  local parts, seen = {}, {}
+  for _, a in ipairs(task and task.args or {}) do
+    if a.name and s[a.name] ~= nil and not seen[a.name] then
+      seen[a.name] = true
+      parts[#parts + 1] = a.name .. "=" .. tostring(s[a.name])
+    end
+  end
+  for _, k in ipairs(util.sorted_keys(s)) do
+    if not seen[k] then parts[#parts + 1] = k .. "=" .. tostring(s[k]) end
+  end
+  return table.concat(parts, ", ")
+end
+
+local function bytes_text(b)
+  if type(b) ~= "number" then return false end
+  if b >= 1048576 then return string.format("%.4g MiB", b / 1048576) end
+  if b >= 1024 then return string.format("%.4g KiB", b / 1024) end
+  return string.format("%d B", b)
+end
+
+-- The entry's signature, read from the task's kernel.
+local function signature(task)
+  local ok, taskmod = pcall(require, "kloop.task")
+  if task.source and ok then
+    local params = taskmod.kernel_params(task.source, task.entry, task.backend == "host")
+    if params then
+      local ps = {}
+      for _, p in ipairs(params) do ps[#ps + 1] = p.ctype .. " " .. p.name end
+      local head = task.backend == "host" and "void " or 'extern "C" __global__ void '
+      return head .. task.entry .. "(" .. table.concat(ps, ", ") .. ")"
+    end
+  end
+  local ps = {}
+  for _, a in ipairs(task.args or {}) do ps[#ps + 1] = (a.ctype or a[2] or "?") .. " " .. (a.name or a[1] or "?") end
+  return 'extern "C" __global__ void ' .. tostring(task.entry) .. "(" .. table.concat(ps, ", ") .. ")"
+end
+
+local function task_ctx(task)
+  if not task then
+    return { name = false, entry = false, signature = false, args = false, sizes = false, check_sizes = false,
+      tolerance = false, cost = false, unit = false, source = false, backend = false, params = false }
+  end
+  local args = {}
+  for _, a in ipairs(task.args or {}) do
+    local line = string.format("- %s: %s", a.name, a.ctype)
+    if a.pointer then line = line .. string.format(" (%s, %s elements)", a.role or "buffer", tostring(a.size)) end
+    args[#args + 1] = line
+  end
+  local checks = {}
+  for _, s in ipairs(task.sizes and task.sizes.check or {}) do checks[#checks + 1] = sizes_text(s, task) end
+  local cost = false
+  if type(task.cost) == "function" and task.sizes then
+    local ok, c = pcall(task.cost, task.sizes.bench)
+    if ok and type(c) == "table" and c.flops and c.bytes then
+      cost = string.format("%.4g GFLOP and %.4g MB of compulsory traffic at the bench size", c.flops / 1e9, c.bytes / 1e6)
+    end
+  end
+  local tol = task.tolerance or {}
+  local params = {}
+  for _, k in ipairs(util.sorted_keys(task.params or {})) do
+    local vs = {}
+    for _, v in ipairs(task.params[k]) do vs[#vs + 1] = tostring(v) end
+    params[#params + 1] = k .. " in {" .. table.concat(vs, ", ") .. "}"
+  end
+  return {
+    name = task.name or false, entry = task.entry or false, signature = signature(task),
+    args = #args > 0 and table.concat(args, "\n") or false,
+    sizes = task.sizes and sizes_text(task.sizes.bench, task) or false,
+    check_sizes = #checks > 0 and table.concat(checks, "; ") or false,
+    tolerance = string.format("relative L2 error <= %g%s%s", tol.rel or 1e-5,
+      tol.max_abs and string.format(", |error| <= %g per element", tol.max_abs) or "",
+      tol.deterministic == "exact" and ", bit-identical across runs (no atomics races)" or ""),
+    cost = cost, unit = task.unit or "fp32", source = task.source or false, backend = task.backend or "cuda",
+    params = #params > 0 and table.concat(params, "; ") or false,
+  }
+end
+
+local function gpu_ctx(gpu, task)
+  if not gpu then
+    return { name = false, arch = false, sm_count = false, l2 = false, smem_per_block = false,
+      smem_per_block_optin = false, smem_per_sm = false, regs_per_block = false, peak_tflops = false,
+      peak_gbps = false }
+  end
+  local peak_f, peak_b = false, false
+  if gpu.peaks then
+    peak_f, peak_b = num(gpu.peaks.flops and gpu.peaks.flops / 1e12), num(gpu.peaks.bytes and gpu.peaks.bytes / 1e9)
+  elseif gpu.arch and gpu.sm_count and gpu.clock_khz and gpu.mem_clock_khz then
+    local ok, p = pcall(function() return require("kloop.eval").peaks(gpu, task and task.unit) end)
+    if ok then peak_f, peak_b = num(p.flops / 1e12), num(p.bytes / 1e9) end
+  end
+  return {
+    name = gpu.name or false, arch = gpu.arch or false, sm_count = gpu.sm_count or false,
+    l2 = bytes_text(gpu.l2_bytes), smem_per_block = bytes_text(gpu.smem_per_block),
+    smem_per_block_optin = bytes_text(gpu.smem_per_block_optin), smem_per_sm = bytes_text(gpu.smem_per_sm),
+    regs_per_block = gpu.regs_per_block or false, peak_tflops = peak_f, peak_gbps = peak_b,
+  }
+end
+
+local function resources_text(res)
+  if type(res) ~= "table" or next(res) == nil then return false end
+  local out = {}
+  for _, entry in ipairs(util.sorted_keys(res)) do
+    local r = res[entry]
+    local parts = {}
+    local regs = r.num_regs or r.registers
+    if regs then parts[#parts + 1] = regs .. " registers/thread" end
+    if r.static_smem then parts[#parts + 1] = bytes_text(r.static_smem) .. " static shared" end
+    if r.dynamic_smem and r.dynamic_smem > 0 then parts[#parts + 1] = bytes_text(r.dynamic_smem) .. " dynamic shared" end
+    if r.local_bytes then parts[#parts + 1] = bytes_text(r.local_bytes) .. " local (spills)" end
+    if r.spill_stores and r.spill_stores > 0 then parts[#parts + 1] = r.spill_stores .. " B spill stores" end
+    if r.max_threads then parts[#parts + 1] = "at most " .. r.max_threads .. " threads/block" end
+    out[#out + 1] = "- " .. entry .. ": " .. table.concat(parts, ", ")
+  end
+  return table.concat(out, "\n")
+end
+
+-- Keeps the useful part of a compile log: errors and warnings first, at most max lines.
+local function log_text(log, max)
+  if type(log) ~= "string" or log:match("^%s*$") then return false end
+  max = max or 40
+  local lines = {}
+  for line in (log .. "\n"):gmatch("([^\n]*)\n") do
+    if line:match("%S") then lines[#lines + 1] = line end
+  end
+  if #lines > max then
+    local keep = {}
+    for _, l in ipairs(lines) do
+      if #keep < max and (l:lower():find("error", 1, true) or l:lower():find("warning", 1, true)) then keep[#keep + 1] = l end
+    end
+    if #keep == 0 then for i = 1, max do keep[i] = lines[i] end end
+    keep[#keep + 1] = string.format("... (%d more lines)", #lines - #keep)
+    lines = keep
+  end
+  return table.concat(lines, "\n")
+end
+
+local function summary(r)
+  if not r or not r.verdict then return false end
+  local s = r.verdict
+  if r.time_ms then s = s .. string.format(", %.4g ms", r.time_ms) end
+  if r.tflops then s = s .. string.format(", %.4g TFLOP/s", r.tflops) end
+  if r.gbps then s = s .. string.format(", %.4g GB/s", r.gbps) end
+  if r.frac_peak then s = s .. string.format(", %.1f%% of peak (%s-bound)", 100 * r.frac_peak, r.bound or "?") end
+  if r.reason and r.verdict ~= "ok" then s = s .. ": " .. tostring(r.reason) end
+  return s
+end
+
+-- A candidate (parent or best): {source=, result=} or an eval result with source=.
+local function cand_ctx(c)
+  if not c then
+    return { source = false, verdict = false, reason = false, compile_log = false, time_ms = false, ci = false,
+      tflops = false, gbps = false, frac_peak = false, bound = false, resources = false, summary = false }
+  end
+  local r = c.result or c
+  return {
+    source = c.source or false, verdict = r.verdict or false, reason = r.reason and tostring(r.reason) or false,
+    compile_log = log_text(r.compile_log), time_ms = num(r.time_ms),
+    ci = r.ci_ms and string.format("[%.4g, %.4g] ms", r.ci_ms[1], r.ci_ms[2]) or false,
+    tflops = num(r.tflops), gbps = num(r.gbps),
+    frac_peak = r.frac_peak and string.format("%.1f%%", 100 * r.frac_peak) or false, bound = r.bound or false,
+    resources = resources_text(r.resources), summary = summary(r),
+  }
+end
+
+-- The context every template receives. raw: {task=, gpu=, parent=, best=, attempts=,
+-- baseline=, note=}; every field of the result is present (false when unknown), so a
+-- template's placeholders are checked against one fixed schema.
+function M.context(raw)
+  raw = raw or {}
+  local attempts = {}
+  local list = raw.attempts or {}
+  local first = math.max(1, #list - (raw.max_attempts or 8) + 1)
+  for i = first, #list do
+    local a = list[i]
+    local r = a.result or a
+    attempts[#attempts + 1] = string.format("- #%d %s%s", i, a.label and (a.label .. ": ") or "", summary(r) or "?")
+  end
+  local baseline = raw.baseline and (raw.baseline.result or raw.baseline)
+  return {
+    task = task_ctx(raw.task),
+    gpu = gpu_ctx(raw.gpu, raw.task),
+    parent = cand_ctx(raw.parent),
+    best = raw.best and cand_ctx(raw.best) or false,
+    baseline_ms = baseline and num(baseline.time_ms) or false,
+    attempts = #attempts > 0 and table.concat(attempts, "\n") or false,
+    note = raw.note or false,
+  }
+end
+
+return M

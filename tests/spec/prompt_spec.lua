@@ -1,0 +1,110 @@
+-- tests/spec/prompt_spec.lua: prompt templates: ids, versions, the context schema, rendering and its errors.
+local prompt = require("kloop.prompt")
+local taskmod = require("kloop.task")
+local util = require("kloop.util")
+
+local GPU = { name = "NVIDIA H200", arch = "sm_90", sm_count = 132, l2_bytes = 60 * 1048576, smem_per_block = 49152,
+  smem_per_block_optin = 232448, smem_per_sm = 233472, regs_per_block = 65536, clock_khz = 1980000,
+  mem_clock_khz = 2619000, mem_bus_width = 6144 }
+
+describe("prompt templates", function()
+  local task
+  setup(function() task = assert(taskmod.load("kernels/gemm.cu")) end)
+
+  it("ships optimize, fix_compile and fix_wrong with ids and content-hash versions", function()
+    local ids = prompt.list()
+    for _, id in ipairs({ "optimize", "fix_compile", "fix_wrong" }) do
+      local tpl = assert(prompt.load(id))
+      assert.are.equal(id, tpl.id)
+      assert.are.equal(prompt.version_of(tpl.text), tpl.version)
+      assert.matches("^%x+$", tpl.version)
+      assert.are.equal(16, #tpl.version)
+      local found = false
+      for _, x in ipairs(ids) do if x == id then found = true end end
+      assert.is_true(found, id .. " not listed")
+    end
+    assert.are_not.equal(prompt.load("optimize").version, prompt.load("fix_wrong").version)
+  end)
+
+  it("a changed template has another version", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    util.mkdir_p(dir)
+    util.write_file(dir .. "/mine.txt", "Hello {{task.name}}")
+    local v1 = assert(prompt.load("mine", { prompts_dir = dir })).version
+    util.write_file(dir .. "/mine.txt", "Hello {{task.name}}!")
+    local v2 = assert(prompt.load("mine", { prompts_dir = dir })).version
+    assert.are_not.equal(v1, v2)
+    os.execute("rm -rf " .. util.shell_quote(dir))
+  end)
+
+  it("refuses unknown ids and odd names", function()
+    local t, err = prompt.load("no_such_prompt")
+    assert.is_nil(t)
+    assert.matches("no prompt template 'no_such_prompt'", err)
+    t, err = prompt.load("../etc/passwd")
+    assert.is_nil(t)
+    assert.matches("bad prompt id", err)
+  end)
+
+  it("every shipped template renders with a full context and with a bare one", function()
+    local parent = { source = task.source, result = { verdict = "wrong", reason = "relative error 0.3", time_ms = 275.8,
+      ci_ms = { 275.1, 276.3 }, tflops = 0.5, frac_peak = 0.01, bound = "compute",
+      compile_log = "kernel.cu(3): error: identifier \"x\" is undefined",
+      resources = { gemm = { registers = 40, static_smem = 8192, spill_stores = 0 } } } }
+    local full = prompt.context({ task = task, gpu = GPU, parent = parent, best = parent, baseline = { time_ms = 275.8 },
+      attempts = { { label = "tile 64", result = { verdict = "ok", time_ms = 12.5 } }, { result = { verdict = "compile_error", reason = "does not compile" } } } })
+    local bare = prompt.context({})
+    for _, id in ipairs({ "optimize", "fix_compile", "fix_wrong" }) do
+      local tpl = assert(prompt.load(id))
+      local m = assert(prompt.messages(tpl, full))
+      assert.are.equal("system", m[1].role)
+      assert.are.equal("user", m[2].role)
+      assert.is_nil(m[2].content:find("{{", 1, true), id .. " left a placeholder")
+      assert.truthy(m[2].content:find(task.source, 1, true), id .. " lacks the parent source")
+      assert(prompt.messages(tpl, bare))
+    end
+    local m = assert(prompt.messages(prompt.load("optimize"), full))[2].content
+    assert.truthy(m:find('extern "C" __global__ void gemm(int M, int N, int K, const float* A, const float* B, float* C)', 1, true))
+    assert.truthy(m:find("NVIDIA H200 (sm_90), 132 SMs, L2 60 MiB", 1, true))
+    assert.truthy(m:find("M=4096, N=4096, K=4096", 1, true))
+    assert.truthy(m:find("#1 tile 64: ok, 12.5 ms", 1, true))
+    assert.truthy(m:find("40 registers/thread", 1, true))
+    assert.truthy(m:find("Best so far: wrong", 1, true))
+    assert.truthy(m:find("TFLOP/s", 1, true))
+    local fc = assert(prompt.messages(prompt.load("fix_compile"), full))[2].content
+    assert.truthy(fc:find('identifier "x" is undefined', 1, true))
+  end)
+
+  it("fills placeholders, sections and inverted sections", function()
+    local ctx = { a = { b = "B", n = 3, x = 0.125, no = false, empty = "" }, list = { "p", "q" } }
+    assert.are.equal("B 3 0.125 p\nq", prompt.render("{{a.b}} {{ a.n }} {{a.x}} {{list}}", ctx))
+    assert.are.equal("[yes]", prompt.render("[{{#a.b}}yes{{/a.b}}{{#a.no}}no{{/a.no}}{{#a.empty}}e{{/a.empty}}]", ctx))
+    assert.are.equal("[none]", prompt.render("[{{^a.no}}none{{/a.no}}]", ctx))
+    assert.are.equal("(none)", prompt.render("{{a.no}}", ctx))
+    assert.are.equal("x", prompt.render("{{! a comment }}x", ctx))
+  end)
+
+  it("reports every unknown placeholder as an error", function()
+    local out, err = prompt.render("{{task.nmae}} and {{gpu.nope}} and {{#zzz}}x{{/zzz}} {{task.nmae}}", prompt.context({}))
+    assert.is_nil(out)
+    assert.matches("{{task.nmae}}", err, 1, true)
+    assert.matches("{{gpu.nope}}", err, 1, true)
+    assert.matches("{{zzz}}", err, 1, true)
+    local _, c = err:gsub("task.nmae", "")
+    assert.are.equal(1, c)
+    local m, merr = prompt.messages({ id = "bad", text = "=== user ===\n{{parent.sauce}}" }, prompt.context({}))
+    assert.is_nil(m)
+    assert.matches("^bad: unknown placeholder", merr)
+  end)
+
+  it("keeps long compile logs to the errors", function()
+    local lines = {}
+    for i = 1, 200 do lines[i] = "note line " .. i end
+    lines[150] = "kernel.cu(150): error: expected a \";\""
+    local ctx = prompt.context({ parent = { source = "x", result = { verdict = "compile_error", compile_log = table.concat(lines, "\n") } } })
+    assert.truthy(ctx.parent.compile_log:find("expected a", 1, true))
+    assert.truthy(ctx.parent.compile_log:find("more lines", 1, true))
+    assert.is_true(#ctx.parent.compile_log < 400)
+  end)
+end)
