@@ -179,7 +179,7 @@ function M.main(argv)
     if not ok then return 1 end
     -- A script that returns a table of hooks is a strategy: the driver runs it.
     if type(res) == "table" and type(res.propose) == "function" then
-      local rc = require("kloop.driver").run(res, script, rest)
+      local rc = require("kloop.driver").run(res, path, rest)
       if interactive then return require("kloop.repl").main() end
       return rc
     end

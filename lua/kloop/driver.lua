@@ -19,6 +19,8 @@ M.common_options = {
   { "timing_budget", 1.0, "seconds of timing per candidate" },
   { "deadline", 0, "seconds one evaluation may take (0: the task's)" },
   { "db", "", "store path (default ./kloop.db, or $KLOOP_DB)" },
+  { "resume", 0, "continue stored run N where it stopped (same task)" },
+  { "no_store", false, "do not write the run to the store" },
   { "quiet", false, "no progress lines" },
 }
 
@@ -42,7 +44,7 @@ end
 function M.parse(strategy, args)
   local decl = {}
   for _, o in ipairs(all_options(strategy)) do decl[o[1]] = o end
-  local opts, target = {}, nil
+  local opts, target, given = {}, nil, {}
   for name, o in pairs(decl) do opts[name] = o[2] end
   local i = 1
   while i <= #args do
@@ -53,6 +55,7 @@ function M.parse(strategy, args)
       name = name:gsub("%-", "_")
       local o = decl[name]
       if not o then return nil, "unknown option --" .. name:gsub("_", "-") .. " (see: kloop STRATEGY help)" end
+      given[name] = true
       if type(o[2]) == "boolean" then
         opts[name] = inline == nil or inline == "true" or inline == "1"
       else
@@ -72,7 +75,15 @@ function M.parse(strategy, args)
     end
     i = i + 1
   end
-  return opts, target
+  return opts, target, given
+end
+
+-- Identity of a candidate: its source and parameters (a repeat is not evaluated twice).
+function M.key(cand)
+  local d = {}
+  for _, k in ipairs(util.sorted_keys(cand.defines or {})) do d[#d + 1] = k .. "=" .. tostring(cand.defines[k]) end
+  local src = cand.source or ""
+  return util.hex64(C.kl_hash64(src, #src, 0)) .. "|" .. table.concat(d, ",")
 end
 
 local Ctx = {}
@@ -148,7 +159,7 @@ function M.run(strategy, path, args)
     io.stdout:write(M.help(strategy, path))
     return 0
   end
-  local opts, target = M.parse(strategy, args)
+  local opts, target, given = M.parse(strategy, args)
   if not opts then util.eprintf("kloop: %s\n", target) return 2 end
   if not target then util.eprintf("kloop: %s needs a TARGET (a task's kernel)\n%s", path, M.help(strategy, path)) return 2 end
   local task, err = taskmod.load(target)
@@ -158,19 +169,42 @@ function M.run(strategy, path, args)
     return 1
   end
   if opts.seed == 0 then opts.seed = rng.fresh_seed() end
-  local ctx = setmetatable({ task = task, opts = opts, history = {}, verdicts = {}, t0 = C.kl_now(),
-    rng = rng.new(opts.seed), strategy = strategy, path = path, target = target }, Ctx)
+  local ctx = setmetatable({ task = task, opts = opts, history = {}, verdicts = {}, t0 = C.kl_now(), done_keys = {},
+    rng = rng.new(opts.seed), strategy = strategy, path = path, target = target, given = given }, Ctx)
   ctx.ev = eval.new(task, { deadline = opts.deadline > 0 and opts.deadline or nil })
-  local okstore, store = pcall(require, "kloop.run_store")
-  if okstore and store then
-    local s, serr = store.open(ctx, opts.db ~= "" and opts.db or nil)
+  if not opts.no_store then
+    local s, serr = require("kloop.run_store").open(ctx, opts.db ~= "" and opts.db or nil)
     if not s then util.eprintf("kloop: store: %s\n", serr) return 1 end
     ctx.store = s
+    ctx.run_id = s.run_id
   end
 
   local status, reason = "done", nil -- reason: why the run stopped
   local ok, msg = protected("init", strategy.init, ctx)
-  if ok then
+  local restored = ctx.store and ctx.store:restored() or {}
+  if ok and #restored > 0 then
+    -- a resumed run: stored evaluations count against the budget, are never
+    -- evaluated again, and the strategy sees them as results
+    for _, cand in ipairs(restored) do
+      cand.id = #ctx.history + 1
+      ctx.history[#ctx.history + 1] = cand
+      ctx.done_keys[M.key(cand)] = true
+      ctx.verdicts[cand.result.verdict] = (ctx.verdicts[cand.result.verdict] or 0) + 1
+      if cand.proposer == "baseline" then
+        ctx.baseline = cand
+      else
+        if cand.result.verdict == "ok" and (not ctx.best or cand.result.time_ms < ctx.best.result.time_ms) then
+          ctx.best = cand
+        end
+        ok, msg = protected("on_result", strategy.on_result, ctx, cand, cand.result)
+        if not ok then break end
+      end
+    end
+    if not ctx.opts.quiet then
+      print(string.format("resumed run %d: %d evaluations restored", ctx.run_id, #restored))
+    end
+  end
+  if ok and not ctx.baseline then
     -- the baseline: the task's own kernel, so every speedup has a reference
     local base = { source = task.source, proposer = "baseline", label = "baseline" }
     ok, msg = protected("baseline", function() ctx:evaluate(base) end)
@@ -180,6 +214,8 @@ function M.run(strategy, path, args)
         base.result.verdict, base.result.reason or "")
     end
   end
+  -- the loop itself runs protected too: Ctrl-C can land between two hook calls
+  local okloop, lerr = xpcall(function()
   while ok do
     -- the Ctrl-C hook may have fired inside a pcall that swallowed it: the count stays
     if C.kl_sigint_pending() > 0 then ok, msg = false, "interrupted" break end
@@ -194,14 +230,20 @@ function M.run(strategy, path, args)
     if not ok then break end
     for _, cand in ipairs(cands) do
       if ctx:budget_spent() or C.kl_sigint_pending() > 0 then break end
-      ok, msg = protected("evaluate", function() ctx:evaluate(cand) end)
-      if not ok then break end
-      ok, msg = protected("on_result", strategy.on_result, ctx, cand, cand.result)
-      if not ok then break end
+      local key = M.key(cand)
+      if not ctx.done_keys[key] then
+        ctx.done_keys[key] = true
+        ok, msg = protected("evaluate", function() ctx:evaluate(cand) end)
+        if not ok then break end
+        ok, msg = protected("on_result", strategy.on_result, ctx, cand, cand.result)
+        if not ok then break end
+      end
     end
     local spent2 = ctx:budget_spent()
     if spent2 and not reason then reason = "budget: " .. spent2 end
   end
+  end, handler)
+  if not okloop then ok, msg = false, lerr end
   if not ok then
     if tostring(msg):find("interrupted", 1, true) then
       status, reason = "interrupted", "Ctrl-C"

@@ -54,3 +54,20 @@ Ctrl-C ends the run cleanly: done runs, the summary says interrupted, exit 130.
   done ran
   run interrupted (Ctrl-C) on sgemm_blocked_cpu
   exit 130
+
+Every evaluation is in the store as it happens; kill -9 in the middle of a run, then
+--resume finishes its budget without evaluating anything twice:
+
+  $ export KLOOP_DB=$PWD/resume.db
+  $ (KLOOP_CACHE=$PWD/resume-cache timeout -s KILL 1.5 "$KLOOP" "$KLOOP_SRC/strategies/tune.lua" "$T" --budget 30 --seed 9 --timing-budget 0.05 --quiet; echo "exit $?") 2>/dev/null
+  exit 137
+  $ kloop runs --json | python3 -c "import json,sys; r=json.load(sys.stdin)[0]; print(r['status'] in ('running', 'stale'), 0 < r['n_evaluated'] < 31)"
+  True True
+  $ kloop "$KLOOP_SRC/strategies/tune.lua" "$T" --resume 1 --timing-budget 0.05 --quiet | grep -E '^run' | sed 's/ on .*//'
+  run done (budget: candidates)
+  $ kloop runs --json | python3 -c "import json,sys; r=json.load(sys.stdin)[0]; print(r['status'], r['n_evaluated'], r['seed'])"
+  done 31 9
+  $ sqlite3 resume.db "SELECT count(*) = count(DISTINCT c.source_hash || coalesce(c.params_json, '')) FROM candidates c JOIN evaluations e ON e.candidate_id = c.id"
+  1
+  $ sqlite3 resume.db "PRAGMA integrity_check"
+  ok
