@@ -22,6 +22,10 @@ M.common_options = {
   { "resume", 0, "continue stored run N where it stopped (same task)" },
   { "no_store", false, "do not write the run to the store" },
   { "quiet", false, "no progress lines" },
+  { "model", "", "LLM model(s), comma-separated for an ensemble (default $KLOOP_MODEL)" },
+  { "llm_url", "", "OpenAI-compatible server URL (default $KLOOP_LLM_URL / vendor variables)" },
+  { "no_cache", false, "do not answer LLM requests from the response cache" },
+  { "temperature", 0.7, "LLM sampling temperature" },
 }
 
 local function all_options(strategy)
@@ -226,12 +230,14 @@ function M.run(strategy, path, args)
     if not ok then msg = cands break end
     if not cands or #cands == 0 then reason = "the strategy has nothing more to propose" break end
     -- compile the whole batch in parallel while nothing else needs the CPU
-    ok, msg = protected("compile", function() ctx.ev:precompile(cands) end)
+    local real = {}
+    for _, c in ipairs(cands) do if not c.skip then real[#real + 1] = c end end
+    ok, msg = protected("compile", function() ctx.ev:precompile(real) end)
     if not ok then break end
     for _, cand in ipairs(cands) do
       if ctx:budget_spent() or C.kl_sigint_pending() > 0 then break end
-      local key = M.key(cand)
-      if not ctx.done_keys[key] then
+      local key = not cand.skip and M.key(cand)
+      if key and not ctx.done_keys[key] then
         ctx.done_keys[key] = true
         ok, msg = protected("evaluate", function() ctx:evaluate(cand) end)
         if not ok then break end

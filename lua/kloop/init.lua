@@ -6,6 +6,7 @@ kloop.api_version = 1
 local lazy = {
   core = "kloop.core", util = "kloop.util", doctor = "kloop.doctor",
   tune = "kloop.tune", proposers = "kloop.proposers", rng = "kloop.rng", stats = "kloop.stats",
+  llm = "kloop.llm", prompt = "kloop.prompt", store = "kloop.store",
 }
 
 setmetatable(kloop, {

@@ -15,7 +15,7 @@ local LLM_KEEP = { candidate_id = true, request_hash = true, model = true, laten
 function M.open(ctx, path)
   local db, err = store.open(path or store.default_path())
   if not db then return nil, err end
-  local self = setmetatable({ db = db }, A)
+  local self = setmetatable({ db = db, path = path or store.default_path() }, A)
   local o = ctx.opts
   if o.resume and o.resume > 0 then
     local state, rerr = db:resume_state(o.resume)
