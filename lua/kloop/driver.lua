@@ -26,6 +26,8 @@ M.common_options = {
   { "llm_url", "", "OpenAI-compatible server URL (default $KLOOP_LLM_URL / vendor variables)" },
   { "no_cache", false, "do not answer LLM requests from the response cache" },
   { "temperature", 0.7, "LLM sampling temperature" },
+  { "pipeline", true, "ask the LLM for the next step while the current batch is evaluated" },
+  { "pipeline_depth", 0, "children requested ahead (0: the batch size)" },
 }
 
 local function all_options(strategy)
@@ -95,8 +97,10 @@ Ctx.__index = Ctx
 
 -- Evaluates one candidate: {source, defines, parent, proposer, ...}; returns result.
 function Ctx:evaluate(cand)
+  local t0 = C.kl_now()
   local r = self.ev:evaluate(cand.source, { defines = cand.defines, name = cand.name,
     timing = { budget = self.opts.timing_budget } })
+  self.busy = (self.busy or 0) + (C.kl_now() - t0)
   cand.result = r
   cand.id = #self.history + 1
   self.history[#self.history + 1] = cand
@@ -234,8 +238,18 @@ function M.run(strategy, path, args)
     for _, c in ipairs(cands) do if not c.skip then real[#real + 1] = c end end
     ok, msg = protected("compile", function() ctx.ev:precompile(real) end)
     if not ok then break end
+    -- pipelining: the LLM works on the next step while this batch is evaluated
+    local prop = ctx.proposer
+    local left = ctx.opts.budget - (#ctx.history - 1)
+    if prop and prop.prefetch and ctx.opts.pipeline and left > #real then
+      ok, msg = protected("prefetch", function()
+        prop:prefetch(ctx, ctx.best or ctx.baseline, ctx.opts.pipeline_depth > 0 and ctx.opts.pipeline_depth or #real)
+      end)
+      if not ok then break end
+    end
     for _, cand in ipairs(cands) do
       if ctx:budget_spent() or C.kl_sigint_pending() > 0 then break end
+      if prop and prop.pump then prop:pump() end
       local key = not cand.skip and M.key(cand)
       if key and not ctx.done_keys[key] then
         ctx.done_keys[key] = true
@@ -245,6 +259,14 @@ function M.run(strategy, path, args)
         if not ok then break end
       end
     end
+    -- a strategy that only repeats itself would loop forever
+    if #ctx.history == (ctx.seen_len or -1) then
+      ctx.stale_batches = (ctx.stale_batches or 0) + 1
+      if ctx.stale_batches >= 5 then reason = "the strategy proposes only candidates already evaluated" break end
+    else
+      ctx.stale_batches = 0
+    end
+    ctx.seen_len = #ctx.history
     local spent2 = ctx:budget_spent()
     if spent2 and not reason then reason = "budget: " .. spent2 end
   end
@@ -257,6 +279,7 @@ function M.run(strategy, path, args)
       status, reason = "failed", msg
     end
   end
+  M.last_ctx = ctx
   local okd, dmsg = protected("done", strategy.done, ctx)
   ctx.ev:close()
   if ctx.store then ctx.store:finish(ctx, status, reason) end

@@ -39,7 +39,8 @@ end
 
 -- Asks for n children of parent. opts: template (id), endpoint (one of self.eps).
 -- Returns the candidates whose replies held a kernel (failures are counted in ctx).
-function P:children(ctx, parent, n, opts)
+-- Sends n requests for children of parent; returns the pending handles.
+function P:send(ctx, parent, n, opts)
   opts = opts or {}
   local tpl = self:template(opts.template or M.template_for(parent))
   local context = prompt.context({ task = ctx.task, gpu = ctx.ev.gpu, parent = parent, best = ctx.best,
@@ -52,17 +53,53 @@ function P:children(ctx, parent, n, opts)
     handles[i] = self.session:request(opts.endpoint and { opts.endpoint } or self.eps, messages, params,
       { prompt = { id = tpl.id, version = tpl.version } })
     handles[i].params = params
+    handles[i].tpl = tpl
+    handles[i].parent = parent
+  end
+  self:pump()
+  return handles
+end
+
+-- Drives the HTTP transfers without waiting (the driver calls it between evaluations).
+function P:pump()
+  for _ = 1, 4 do
+    local done = self.session:poll(0)
+    if #done == 0 then break end
+    for _, h in ipairs(done) do h.collected_early = true end
+  end
+end
+
+-- Pipelining: ask now for the children the next step will most likely want (of the
+-- best so far), so the model thinks while the GPU evaluates the current batch.
+function P:prefetch(ctx, parent, n)
+  if self.prefetched or not parent then return end
+  self.prefetched = { parent = parent, handles = self:send(ctx, parent, n) }
+end
+
+function P:children(ctx, parent, n, opts)
+  opts = opts or {}
+  local handles = {}
+  local pf = self.prefetched
+  -- prefetched children are used even when the best moved on meanwhile: they are real
+  -- children of an earlier best, and their lineage says so
+  if pf and not opts.template and not opts.endpoint then
+    for i = 1, math.min(n, #pf.handles) do handles[#handles + 1] = pf.handles[i] end
+    self.prefetched = nil
+  end
+  if #handles < n then
+    for _, h in ipairs(self:send(ctx, parent, n - #handles, opts)) do handles[#handles + 1] = h end
   end
   local out = {}
   for _, h in ipairs(handles) do
     self.session:wait(h)
+    local tpl = h.tpl
     ctx.tokens = (ctx.tokens or 0) + ((h.usage and not h.cached) and (h.usage.input + h.usage.output) or 0)
     ctx.cost = (ctx.cost or 0) + (h.cost or 0)
     local rec = llm.call_record(h)
     if h.ok then
       local k, why = extract.extract(h.text, { entry = ctx.task.entry })
       if k then
-        out[#out + 1] = { source = k.source, proposer = "llm", parent = parent, model = h.model,
+        out[#out + 1] = { source = k.source, proposer = "llm", parent = h.parent or parent, model = h.model,
           prompt_id = tpl.id, prompt_hash = tpl.version, sampling = h.params, llm_seed = h.params.seed,
           tokens_in = h.usage and h.usage.input, tokens_out = h.usage and h.usage.output, cost = h.cost,
           llm_calls = { rec }, template = tpl.id, endpoint = h.endpoint and h.endpoint.name, name = "llm.cu" }

@@ -34,7 +34,7 @@ greedy expands the best; a failed proposal (the mock's default reply holds no sg
 is counted, not fatal:
 
   $ ladder
-  $ kloop greedy "$T" --budget 4 --batch 2 --model mock-coder --llm-url $URL --timing-budget 0.1 --seed 2 --no-cache --time 20 | grep -cE 'proposal without a kernel'
+  $ kloop greedy "$T" --pipeline=false --budget 4 --batch 2 --model mock-coder --llm-url $URL --timing-budget 0.1 --seed 2 --no-cache --time 20 | grep -cE 'proposal without a kernel'
   [1-9] (re)
   $ kloop runs --json | python3 -c "import json,sys; r=[x for x in json.load(sys.stdin) if x['id'] == 2][0]; print(r['status'], r['n_ok'] >= 3)"
   done True
