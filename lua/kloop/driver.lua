@@ -215,7 +215,15 @@ function M.run(strategy, path, args)
   if ok and not ctx.baseline then
     -- the baseline: the task's own kernel, so every speedup has a reference
     local base = { source = task.source, proposer = "baseline", label = "baseline" }
-    ok, msg = protected("baseline", function() ctx:evaluate(base) end)
+    -- pipelining starts here: the model works on the first children while the worker
+    -- starts, the reference is computed and the baseline is timed
+    local prop = ctx.proposer
+    if prop and prop.prefetch and ctx.opts.pipeline and ctx.opts.budget > 0 then
+      local depth = ctx.opts.pipeline_depth > 0 and ctx.opts.pipeline_depth
+        or (ctx.opts.batch or ctx.opts.expand or 4)
+      ok, msg = protected("prefetch", function() prop:prefetch(ctx, base, depth) end)
+    end
+    if ok then ok, msg = protected("baseline", function() ctx:evaluate(base) end) end
     ctx.baseline = base
     if ok and base.result.verdict ~= "ok" then
       util.eprintf("kloop: the task's own kernel fails (%s: %s); speedups are not defined\n",
