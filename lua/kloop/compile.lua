@@ -56,6 +56,24 @@ function M.scan_includes(source)
   return quoted
 end
 
+-- Appends -DNAME=VALUE options, refusing anything that is not a plain name and value.
+function M.add_defines(options, defines)
+  for _, k in ipairs(util.sorted_keys(defines or {})) do
+    local v = tostring(defines[k])
+    if not tostring(k):match("^[%a_][%w_]*$") or not v:match("^[%w_%.%-]+$") then
+      return nil, "bad define " .. tostring(k) .. "=" .. v
+    end
+    options[#options + 1] = "-D" .. k .. "=" .. v
+  end
+  return true
+end
+
+-- The cache key of a build: two 64-bit hashes of everything that shapes the binary.
+function M.content_key(parts)
+  local blob = table.concat(parts, "\0")
+  return util.hex64(C.kl_hash64(blob, #blob, 0)) .. util.hex64(C.kl_hash64(blob, #blob, 0x9e3779b97f4a7c15ULL))
+end
+
 function M.cache_dir()
   local d = os.getenv("KLOOP_CACHE")
   if not d or d == "" then
@@ -122,19 +140,13 @@ function M.prepare(src, opts)
     if not ok then return nil, err end
     options[#options + 1] = o
   end
-  for _, k in ipairs(util.sorted_keys(opts.defines or {})) do
-    local v = opts.defines[k]
-    if not tostring(k):match("^[%a_][%w_]*$") or not tostring(v):match("^[%w_%.%-]+$") then
-      return nil, "bad define " .. tostring(k) .. "=" .. tostring(v)
-    end
-    options[#options + 1] = "-D" .. k .. "=" .. tostring(v)
-  end
+  local okd, derr = M.add_defines(options, opts.defines)
+  if not okd then return nil, derr end
   local nv = core.nvrtc_version() or "none"
   local keyparts = { "nvrtc " .. nv, src }
   for _, o in ipairs(options) do keyparts[#keyparts + 1] = o end
   for _, h in ipairs(headers) do keyparts[#keyparts + 1] = h.name .. "\0" .. h.text end
-  local blob = table.concat(keyparts, "\0")
-  local key = util.hex64(C.kl_hash64(blob, #blob, 0)) .. util.hex64(C.kl_hash64(blob, #blob, 0x9e3779b97f4a7c15ULL))
+  local key = M.content_key(keyparts)
   return { src = src, options = options, headers = headers, key = key, name = opts.name or "candidate.cu" }
 end
 

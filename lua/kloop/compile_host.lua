@@ -51,30 +51,18 @@ function M.prepare(src, opts)
     if not ok then return nil, err end
     options[#options + 1] = o
   end
-  for _, k in ipairs(util.sorted_keys(opts.defines or {})) do
-    local v = tostring(opts.defines[k])
-    if not k:match("^[%a_][%w_]*$") or not v:match("^[%w_%.%-]+$") then return nil, "bad define " .. k .. "=" .. v end
-    options[#options + 1] = "-D" .. k .. "=" .. v
-  end
+  local ok, derr = compile.add_defines(options, opts.defines)
+  if not ok then return nil, derr end
   local parts = { M.cc_version(), src, table.concat(options, "\0") }
   for _, name in ipairs(quoted) do parts[#parts + 1] = util.read_file((opts.dir or ".") .. "/" .. name) or "" end
-  local blob = table.concat(parts, "\0")
-  local key = util.hex64(C.kl_hash64(blob, #blob, 0)) .. util.hex64(C.kl_hash64(blob, #blob, 0x9e3779b97f4a7c15ULL))
+  local key = compile.content_key(parts)
   return { src = src, options = options, key = key, dir = opts.dir or ".", name = opts.name or "candidate.c" }
 end
 
 -- Runs argv with a deadline; returns exit status (or nil on timeout), output tail.
 local function run(argv, deadline_s)
-  local cargv = ffi.new("const char*[?]", #argv + 1)
-  for i, a in ipairs(argv) do cargv[i - 1] = a end
-  cargv[#argv] = nil
-  local env_keep = { "PATH", "LANG", "LC_", "TMPDIR", "CC", "GCC_", "LIBRARY_PATH", "CPATH" }
-  local cenv = ffi.new("const char*[?]", #env_keep + 1)
-  for i, a in ipairs(env_keep) do cenv[i - 1] = a end
-  cenv[#env_keep] = nil
-  local proc = ffi.new("kl_proc")
-  local err = ffi.new("kl_err")
-  if C.kl_proc_spawn(proc, cargv, cenv, err) ~= 0 then return nil, ffi.string(err.msg) end
+  local proc, err = core.spawn(argv, { "PATH", "LANG", "LC_", "TMPDIR", "CC", "GCC_", "LIBRARY_PATH", "CPATH" })
+  if not proc then return nil, err end
   local st = C.kl_proc_close(proc, math.floor(deadline_s * 1000))
   local out = ffi.string(proc.tail, proc.tail_len)
   if st == C.KL_ETIMEOUT then return nil, out, true end

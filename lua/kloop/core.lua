@@ -81,6 +81,22 @@ function M.gpu_probe(device, timeout_ms)
   }
 end
 
+-- Starts a child process with framed pipes (kl_proc_spawn): proc cdata, or nil, msg.
+-- env_keep: variable-name prefixes passed through (nil keeps the whole environment).
+function M.spawn(argv, env_keep)
+  local cargv = ffi.new("const char*[?]", #argv + 1, argv)
+  cargv[#argv] = nil
+  local cenv = nil
+  if env_keep then
+    cenv = ffi.new("const char*[?]", #env_keep + 1, env_keep)
+    cenv[#env_keep] = nil
+  end
+  local proc = ffi.new("kl_proc")
+  local err = ffi.new("kl_err")
+  if C.kl_proc_spawn(proc, cargv, cenv, err) ~= 0 then return nil, ffi.string(err.msg) end
+  return proc
+end
+
 function M.driver_version_string(v)
   return string.format("%d.%d", math.floor(v / 1000), math.floor((v % 1000) / 10))
 end

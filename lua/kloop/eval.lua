@@ -105,17 +105,9 @@ end
 function Evaluator:spawn()
   local argv = { exe_path(), "--worker", self:backend() }
   local env_list = self:backend() == "host" and M.host_worker_env or M.worker_env
-  local cargv = ffi.new("const char*[?]", #argv + 1)
-  for i, a in ipairs(argv) do cargv[i - 1] = a end
-  cargv[#argv] = nil
-  local env = ffi.new("const char*[?]", #env_list + 1)
-  for i, a in ipairs(env_list) do env[i - 1] = a end
-  env[#env_list] = nil
-  local proc = ffi.new("kl_proc")
-  local err = ffi.new("kl_err")
-  if C.kl_proc_spawn(proc, cargv, env, err) ~= 0 then return nil, ffi.string(err.msg) end
+  local proc, err = core.spawn(argv, env_list)
+  if not proc then return nil, err end
   self.proc = proc
-  self.keep = { cargv, env, argv }
   return true
 end
 
