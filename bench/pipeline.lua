@@ -2,6 +2,7 @@
 -- LLM proposer against the mock server answering every request after LATENCY seconds
 -- (concurrency 8), on the tunable gemm task; idle = 1 - evaluation time / run time.
 -- usage: kloop bench/pipeline.lua [TASK] [BUDGET] [LATENCY] [--no-pipeline]
+--        (KLOOP_PIPELINE_DEPTH=N: requests kept in flight ahead; default the batch, 8)
 local util = require("kloop.util")
 local core = require("kloop.core")
 local mockmod = dofile("tests/mock_llm/mock.lua")
@@ -22,7 +23,7 @@ mock:script({ replies = replies, reset = true })
 local strategy = dofile("strategies/greedy.lua")
 local args = { task_path, "--budget", tostring(budget), "--batch", "8", "--model", "mock",
   "--llm-url", mock.openai_url, "--timing-budget", "0.5", "--no-cache", "--no-store", "--quiet",
-  "--pipeline=" .. tostring(pipeline) }
+  "--pipeline=" .. tostring(pipeline), "--pipeline-depth", os.getenv("KLOOP_PIPELINE_DEPTH") or "0" }
 local t0 = core.now()
 local rc = require("kloop.driver").run(strategy, "strategies/greedy.lua", args)
 local ctx = require("kloop.driver").last_ctx

@@ -126,14 +126,30 @@ function Ctx:describe(cand)
   return (#d > 0 and table.concat(d, " ") or (cand.label or cand.proposer or ""))
 end
 
+-- On a terminal, a status line stays under the log lines and is redrawn after each.
+function Ctx:status_line()
+  local vs = {}
+  for _, k in ipairs(util.sorted_keys(self.verdicts)) do vs[#vs + 1] = k .. " " .. self.verdicts[k] end
+  local n = #self.history - 1
+  local dt = C.kl_now() - self.t0
+  local best = self.best and self.best.result.time_ms
+  local sp = self.best and self:speedup(self.best)
+  return string.format("%d/%d | %s | best %s%s | %.1f/min | tokens %d | $%.3f", n, self.opts.budget,
+    table.concat(vs, ", "), best and string.format("%.4f ms", best) or "-", sp and string.format(" (%.2fx)", sp) or "",
+    n / math.max(dt, 1e-9) * 60, self.tokens or 0, self.cost or 0)
+end
+
 function Ctx:progress(cand)
   if self.opts.quiet then return end
+  local tty = C.kl_isatty(1) == 1
+  if tty then io.stdout:write("\r\27[K") end
   local r = cand.result
   local n = #self.history - 1
   local t = r.time_ms and string.format("%9.4f ms", r.time_ms) or string.rep(" ", 12)
   local sp = self:speedup(cand)
   io.stdout:write(string.format("[%3d/%d] %-16s %s %s %s%s\n", n, self.opts.budget, r.verdict, t,
     sp and string.format("%6.2fx", sp) or "       ", self:describe(cand), cand.improved and "  (best)" or ""))
+  if tty then io.stdout:write(self:status_line()) end
   io.stdout:flush()
 end
 
@@ -299,6 +315,7 @@ function M.run(strategy, path, args)
 end
 
 function M.summary(ctx, status, reason)
+  if not ctx.opts.quiet and C.kl_isatty(1) == 1 then io.stdout:write("\r\27[K") end
   if #ctx.history == 0 then return end
   local vs = {}
   for _, k in ipairs(util.sorted_keys(ctx.verdicts)) do vs[#vs + 1] = k .. " " .. ctx.verdicts[k] end

@@ -71,20 +71,22 @@ end
 
 -- Pipelining: ask now for the children the next step will most likely want (of the
 -- best so far), so the model thinks while the GPU evaluates the current batch.
+-- Keeps n requests in flight ahead of need (topping up what earlier calls left).
 function P:prefetch(ctx, parent, n)
-  if self.prefetched or not parent then return end
-  self.prefetched = { parent = parent, handles = self:send(ctx, parent, n) }
+  if not parent then return end
+  self.ahead = self.ahead or {}
+  local missing = n - #self.ahead
+  if missing <= 0 then return end
+  for _, h in ipairs(self:send(ctx, parent, missing)) do self.ahead[#self.ahead + 1] = h end
 end
 
 function P:children(ctx, parent, n, opts)
   opts = opts or {}
   local handles = {}
-  local pf = self.prefetched
-  -- prefetched children are used even when the best moved on meanwhile: they are real
-  -- children of an earlier best, and their lineage says so
-  if pf and not opts.template and not opts.endpoint then
-    for i = 1, math.min(n, #pf.handles) do handles[#handles + 1] = pf.handles[i] end
-    self.prefetched = nil
+  -- requests sent ahead are used first, even when the best moved on meanwhile: they
+  -- are real children of an earlier best, and their lineage says so
+  if self.ahead and not opts.template and not opts.endpoint then
+    while #handles < n and #self.ahead > 0 do handles[#handles + 1] = table.remove(self.ahead, 1) end
   end
   if #handles < n then
     for _, h in ipairs(self:send(ctx, parent, n - #handles, opts)) do handles[#handles + 1] = h end
