@@ -27,7 +27,7 @@ M.common_options = {
   { "no_cache", false, "do not answer LLM requests from the response cache" },
   { "temperature", 0.7, "LLM sampling temperature" },
   { "pipeline", true, "ask the LLM for the next step while the current batch is evaluated" },
-  { "pipeline_depth", 0, "children requested ahead (0: the batch size)" },
+  { "pipeline_depth", 0, "LLM requests kept in flight ahead (0: two batches)" },
 }
 
 local function all_options(strategy)
@@ -236,7 +236,8 @@ function M.run(strategy, path, args)
     local prop = ctx.proposer
     if prop and prop.prefetch and ctx.opts.pipeline and ctx.opts.budget > 0 then
       local depth = ctx.opts.pipeline_depth > 0 and ctx.opts.pipeline_depth
-        or (ctx.opts.batch or ctx.opts.expand or 4)
+        or 2 * (ctx.opts.batch or ctx.opts.expand or 4)
+      depth = math.min(depth, ctx.opts.budget)
       ok, msg = protected("prefetch", function() prop:prefetch(ctx, base, depth) end)
     end
     if ok then ok, msg = protected("baseline", function() ctx:evaluate(base) end) end
@@ -266,9 +267,11 @@ function M.run(strategy, path, args)
     local prop = ctx.proposer
     local left = ctx.opts.budget - (#ctx.history - 1)
     if prop and prop.prefetch and ctx.opts.pipeline and left > #real then
-      ok, msg = protected("prefetch", function()
-        prop:prefetch(ctx, ctx.best or ctx.baseline, ctx.opts.pipeline_depth > 0 and ctx.opts.pipeline_depth or #real)
-      end)
+      -- two batches ahead by default (one batch left the H200 idle 24% of the time at
+      -- 5 s per reply, two 18%: docs/BENCHMARKS.md), never more than the budget needs
+      local depth = ctx.opts.pipeline_depth > 0 and ctx.opts.pipeline_depth or 2 * #real
+      depth = math.min(depth, left - #real)
+      ok, msg = protected("prefetch", function() prop:prefetch(ctx, ctx.best or ctx.baseline, depth) end)
       if not ok then break end
     end
     for _, cand in ipairs(cands) do
