@@ -164,8 +164,12 @@ int kl_cuda_info(int device, kl_gpu_info *info, kl_err *err) {
   if (d.DeviceGetUuid(&u, dev) == CUDA_SUCCESS) {
     const unsigned char *b = (const unsigned char *)u.bytes;
     char *o = info->uuid;
+    /* NVML's spelling, so the two can be matched: GPU-8-4-4-4-12 hex digits */
     o += sprintf(o, "GPU-");
-    for (int i = 0; i < 16; i++) o += sprintf(o, "%02x", b[i]);
+    for (int i = 0; i < 16; i++) {
+      if (i == 4 || i == 6 || i == 8 || i == 10) *o++ = '-';
+      o += sprintf(o, "%02x", b[i]);
+    }
   }
   return KL_OK;
 }

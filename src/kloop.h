@@ -73,7 +73,7 @@ typedef struct kl_gpu_info {
   int mem_bus_width;
   int warp_size;
   size_t total_mem;
-  char uuid[40];
+  char uuid[48];
 } kl_gpu_info;
 
 int kl_cuda_load(kl_err *err);          /* dlopen libcuda.so.1; no cuInit */
@@ -110,6 +110,17 @@ int kl_cuda_event_create(void **ev, kl_err *err);
 int kl_cuda_event_record(void *ev, kl_err *err);
 int kl_cuda_event_elapsed_ms(void *start, void *end, float *ms, kl_err *err);
 int kl_cuda_mem_info(size_t *free_bytes, size_t *total_bytes, kl_err *err);
+
+/* NVML, opened with dlopen: clocks and throttling around timings. */
+typedef struct kl_gpu_sample {
+  unsigned sm_mhz;
+  unsigned mem_mhz;
+  unsigned temp_c;
+  unsigned power_mw;
+  unsigned long long throttle; /* NVML clocks-event (throttle) reason bits */
+} kl_gpu_sample;
+/* uuid as kl_gpu_info.uuid ("GPU-xxxxxxxx-xxxx-..."), index the fallback. */
+int kl_nvml_sample(const char *uuid, int index, kl_gpu_sample *s, kl_err *err);
 
 /* NVRTC, opened with dlopen. */
 int kl_nvrtc_load(kl_err *err);

@@ -28,6 +28,7 @@ local function check(st)
 end
 
 function M.init(device)
+  M.device = device
   local ok, msg = check(C.kl_cuda_init(device or 0, err))
   if not ok then return nil, msg end
   local info = ffi.new("kl_gpu_info")
@@ -108,6 +109,15 @@ function M.launch(fn, grid, block, smem, params)
 end
 
 function M.sync() return check(C.kl_cuda_sync(err)) end
+
+-- Clocks, temperature, power and throttle reasons now (nil, why when NVML is absent).
+function M.sample()
+  local s = ffi.new("kl_gpu_sample")
+  local e = ffi.new("kl_err")
+  if C.kl_nvml_sample(M.info.uuid, M.device or 0, s, e) ~= 0 then return nil, ffi.string(e.msg) end
+  return { sm_mhz = s.sm_mhz, mem_mhz = s.mem_mhz, temp_c = s.temp_c, power_w = s.power_mw / 1000,
+    throttle = tonumber(s.throttle) }
+end
 
 -- Makes the next launch start with a cold L2: overwrite it with scratch data.
 function M.flush_cache() return check(C.kl_cuda_fill32(M.flush_ptr, 0x5A5A5A5A, M.flush_words, err)) end

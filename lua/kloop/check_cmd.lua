@@ -47,6 +47,11 @@ function M.print_result(r, name)
       "resources", entry, tostring(x.registers), tostring(x.static_smem), tostring(x.dynamic_smem or 0),
       tostring(x.local_bytes or x.stack_bytes), tostring(x.spill_stores), tostring(x.spill_loads)))
   end
+  local ck = r.clocks and r.clocks.after
+  if ck then
+    print(string.format("%-10s SM %d MHz, memory %d MHz, %d C, %.0f W, throttle reasons 0x%x (after timing)",
+      "clocks", ck.sm_mhz, ck.mem_mhz, ck.temp_c, ck.power_w, ck.throttle))
+  end
   if r.sandbox then print(string.format("%-10s %s", "sandbox", r.sandbox)) end
   if r.log and r.log ~= "" then print("log:\n" .. r.log) end
 end

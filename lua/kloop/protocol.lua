@@ -453,8 +453,10 @@ function M.evaluate(be, req)
   if not cand then return v end
   local result = verify(be, spec, cand)
   if not result then
+    local before = be.sample and be.sample() or nil
     local samples, _, tv, fatal = time_interleaved(be, spec, { cand }, req.timing)
     result = samples and timing_result(samples[1], cand, req.floor_ms) or fail_with(cand, tv, fatal)
+    if samples and be.sample then result.clocks = { before = before, after = be.sample() } end
   end
   be.unload(cand.mod)
   result.eval_seconds = C.kl_now() - t0

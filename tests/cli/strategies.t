@@ -59,7 +59,9 @@ Every evaluation is in the store as it happens; kill -9 in the middle of a run, 
 --resume finishes its budget without evaluating anything twice:
 
   $ export KLOOP_DB=$PWD/resume.db
-  $ (KLOOP_CACHE=$PWD/resume-cache timeout -s KILL 1.5 "$KLOOP" "$KLOOP_SRC/strategies/tune.lua" "$T" --budget 30 --seed 9 --timing-budget 0.05 --quiet; echo "exit $?") 2>/dev/null
+  $ KLOOP_CACHE=$PWD/resume-cache "$KLOOP" "$KLOOP_SRC/strategies/tune.lua" "$T" --budget 30 --seed 9 --timing-budget 0.05 --quiet > /dev/null 2>&1 &
+  $ for i in $(seq 400); do n=$(sqlite3 resume.db "SELECT count(*) FROM evaluations" 2>/dev/null); [ "${n:-0}" -ge 3 ] && break; sleep 0.05; done
+  $ kill -9 $! && wait $! 2>/dev/null; echo "exit $?"
   exit 137
   $ kloop runs --json | python3 -c "import json,sys; r=json.load(sys.stdin)[0]; print(r['status'] in ('running', 'stale'), 0 < r['n_evaluated'] < 31)"
   True True

@@ -11,6 +11,10 @@ if not ok then io.stderr:write("FAIL: not JSON:\n", out, "\n") os.exit(1) end
 for _, k in ipairs({ "verdict", "reason", "time_ms", "ci_ms", "samples", "resources" }) do
   if r[k] == nil then io.stderr:write("FAIL: no field " .. k .. "\n") os.exit(1) end
 end
+if not (r.clocks and r.clocks.after and r.clocks.after.sm_mhz > 0) then
+  io.stderr:write("FAIL: no GPU clocks recorded around the timing\n") os.exit(1)
+end
 if r.verdict ~= "ok" then io.stderr:write("FAIL: verdict " .. r.verdict .. ": " .. r.reason .. "\n") os.exit(1) end
-print(string.format("PASS: gemm 4096^3 naive: median %.2f ms (CI %.2f..%.2f, %d reps), %.3f TFLOP/s, regs %s",
-  r.time_ms, r.ci_ms[1], r.ci_ms[2], r.reps, r.tflops, tostring(r.resources.gemm.registers)))
+print(string.format("PASS: gemm 4096^3 naive: median %.2f ms (CI %.2f..%.2f, %d reps), %.3f TFLOP/s, regs %s, SM %d MHz, %d C, %.0f W, throttle 0x%x",
+  r.time_ms, r.ci_ms[1], r.ci_ms[2], r.reps, r.tflops, tostring(r.resources.gemm.registers),
+  r.clocks.after.sm_mhz, r.clocks.after.temp_c, r.clocks.after.power_w, r.clocks.after.throttle))
