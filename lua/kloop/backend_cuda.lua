@@ -110,6 +110,48 @@ end
 
 function M.sync() return check(C.kl_cuda_sync(err)) end
 
+-- Measures the copy bandwidth (bytes read + written) and the float32 FMA rate of this
+-- GPU; fma_cubin holds kloop.peaks' fma_peak kernel. Best of several repetitions.
+function M.measure_peaks(fma_cubin)
+  local bytes = 512 * 2^20
+  local a, e1 = M.alloc(bytes)
+  local b, e2 = M.alloc(bytes)
+  if not (a and b) then return nil, e1 or e2 end
+  local best_bw = 0
+  for rep = 1, 12 do
+    local ok, m = M.timer_start()
+    if ok then ok, m = M.d2d(b, a, bytes) end
+    if ok then ok, m = M.timer_stop() end
+    local ms = ok and M.timer_read()
+    if not ms then M.free(a) M.free(b) return nil, m end
+    if rep > 2 then best_bw = math.max(best_bw, 2 * bytes / (ms * 1e-3)) end
+  end
+  M.free(a)
+  M.free(b)
+  local mod, msg = M.load(fma_cubin)
+  if not mod then return nil, msg end
+  local fn, ferr = M.func(mod, "fma_peak")
+  if not fn then return nil, ferr end
+  local threads, blocks, iters = 256, M.info.sm_count * 16, 512
+  local out = assert(M.alloc(threads * blocks * 4))
+  local p_out = ffi.new("uint64_t[1]", out)
+  local p_it = ffi.new("int[1]", iters)
+  local p_a, p_b = ffi.new("float[1]", 0.999), ffi.new("float[1]", 0.001)
+  local params = ffi.new("void*[4]", { p_out, p_it, p_a, p_b })
+  local best_fl = 0
+  for rep = 1, 8 do
+    local ok, m = M.timer_start()
+    if ok then ok, m = M.launch(fn, { blocks, 1, 1 }, { threads, 1, 1 }, 0, params) end
+    if ok then ok, m = M.timer_stop() end
+    local ms = ok and M.timer_read()
+    if not ms then M.free(out) return nil, m end
+    if rep > 2 then best_fl = math.max(best_fl, 2 * 8 * iters * threads * blocks / (ms * 1e-3)) end
+  end
+  M.free(out)
+  M.unload(mod)
+  return { bytes = best_bw, flops = best_fl }
+end
+
 -- Clocks, temperature, power and throttle reasons now (nil, why when NVML is absent).
 function M.sample()
   local s = ffi.new("kl_gpu_sample")

@@ -36,6 +36,10 @@ function M.print_result(r, name)
     if r.frac_peak then
       print(string.format("%-10s %.2f TFLOP/s, %.1f GB/s, %.1f%% of the %s ceiling", "rate",
         r.tflops, r.gbps, 100 * r.frac_peak, r.bound))
+      if r.frac_measured then
+        print(string.format("%-10s %.1f%% of the measured ceiling (FMA %.1f TFLOP/s, copy %.2f TB/s)", "roofline",
+          100 * r.frac_measured, r.measured_peaks.tflops, r.measured_peaks.tbps))
+      end
     else
       print(string.format("%-10s %.2f GFLOP/s, %.1f GB/s", "rate", r.tflops * 1e3, r.gbps))
     end

@@ -190,6 +190,12 @@ function Evaluator:start()
   if not r.ok then self:kill() return nil, "task setup failed: " .. tostring(r.error) end
   self.setup_seconds = C.kl_now() - t0
   self.ready = true
+  if self:backend() == "cuda" and self.opts.measure_peaks ~= false and not self.measured then
+    -- measured once per GPU and cached on disk; a failure only costs the figure
+    local p = require("kloop.peaks").get(self)
+    self.measured = p or false
+    if not self.proc then self.ready = false return self:start() end
+  end
   return true
 end
 
@@ -258,6 +264,11 @@ function Evaluator:derive(result)
     if not peaks then return result end
     result.frac_peak = math.max(cost.flops / sec / peaks.flops, cost.bytes / sec / peaks.bytes)
     result.bound = (cost.flops / peaks.flops >= cost.bytes / peaks.bytes) and "compute" or "memory"
+    local m = self.measured
+    if m then
+      result.frac_measured = math.max(cost.flops / sec / m.flops, cost.bytes / sec / m.bytes)
+      result.measured_peaks = { tflops = m.flops / 1e12, tbps = m.bytes / 1e12 }
+    end
     result.floor_ms = floor_ms
   end
   return result

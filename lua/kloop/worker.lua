@@ -57,6 +57,12 @@ function M.main(args)
           local r = protocol.evaluate(be, req)
           r.ok = true
           return r
+        elseif req.op == "peaks" then
+          if not be.measure_peaks then return { ok = false, error = "no peaks on the " .. backend_name .. " backend" } end
+          local r, err = be.measure_peaks(req.cubin)
+          if not r then return { ok = false, error = err } end
+          r.ok = true
+          return r
         elseif req.op == "compare" then
           local r = protocol.compare(be, req)
           r.ok = true
