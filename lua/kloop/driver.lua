@@ -299,6 +299,11 @@ function M.run(strategy, path, args)
   end
   end, handler)
   if not okloop then ok, msg = false, lerr end
+  if C.kl_sigint_pending() > 0 then
+    -- served: clear the pending hook so it cannot fire again inside done or close
+    require("kloop.native").sigint_reset()
+    if ok then ok, msg = false, "interrupted" end
+  end
   if not ok then
     if tostring(msg):find("interrupted", 1, true) then
       status, reason = "interrupted", "Ctrl-C"
