@@ -179,7 +179,12 @@ function M.main(argv)
     if not ok then return 1 end
     -- A script that returns a table of hooks is a strategy: the driver runs it.
     if type(res) == "table" and type(res.propose) == "function" then
-      local rc = require("kloop.driver").run(res, path, rest)
+      -- a Ctrl-C landing between the driver's own protected sections still ends cleanly
+      local okr, rc = pcall(require("kloop.driver").run, res, path, rest)
+      if not okr then
+        if tostring(rc):find("interrupted", 1, true) then util.eprintf("kloop: interrupted\n") return 130 end
+        error(rc, 0)
+      end
       if interactive then return require("kloop.repl").main() end
       return rc
     end
