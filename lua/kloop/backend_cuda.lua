@@ -27,7 +27,9 @@ local function check(st)
   return nil, ffi.string(err.msg), fatal, code
 end
 
-function M.init(device)
+-- req: the worker's hello request ({device = N}).
+function M.init(req)
+  local device = req.device or 0
   M.device = device
   local ok, msg = check(C.kl_cuda_init(device or 0, err))
   if not ok then return nil, msg end

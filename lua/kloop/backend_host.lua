@@ -17,8 +17,9 @@ local function check(st)
   return nil, ffi.string(err.msg)
 end
 
-function M.init(opts)
-  opts = opts or {}
+-- req: the worker's hello request; req.sandbox = {max_bytes, cpu_seconds, allow_unsandboxed}.
+function M.init(req)
+  local opts = req.sandbox or {}
   local cpus = 0
   local f = io.open("/proc/cpuinfo")
   local model = "cpu"

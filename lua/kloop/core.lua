@@ -21,15 +21,6 @@ M.ffi = ffi
 
 local C = ffi.C
 
--- Turns a kl_err into a message; callers return nil, msg.
-function M.errmsg(err)
-  return ffi.string(err.msg)
-end
-
-function M.new_err()
-  return ffi.new("kl_err")
-end
-
 -- Calls a kl_* function that takes a trailing kl_err*: returns true, or nil, msg, status.
 function M.try(fn, ...)
   local err = ffi.new("kl_err")

@@ -126,16 +126,31 @@ function Ctx:describe(cand)
   return (#d > 0 and table.concat(d, " ") or (cand.label or cand.proposer or ""))
 end
 
--- On a terminal, a status line stays under the log lines and is redrawn after each.
-function Ctx:status_line()
+-- Pipelining: asks the proposer for children of parent ahead of need, two batches by
+-- default (one batch left the H200 idle 24% of the time at 5 s per reply, two 18%:
+-- docs/BENCHMARKS.md), never more than `room` (what the budget still needs).
+function Ctx:lookahead(parent, batch, room)
+  local prop = self.proposer
+  if not (prop and prop.prefetch and self.opts.pipeline) or room <= 0 then return end
+  local depth = self.opts.pipeline_depth > 0 and self.opts.pipeline_depth or 2 * batch
+  prop:prefetch(self, parent, math.min(depth, room))
+end
+
+-- "ok 3, wrong 1"
+function Ctx:verdict_text()
   local vs = {}
   for _, k in ipairs(util.sorted_keys(self.verdicts)) do vs[#vs + 1] = k .. " " .. self.verdicts[k] end
+  return table.concat(vs, ", ")
+end
+
+-- On a terminal, a status line stays under the log lines and is redrawn after each.
+function Ctx:status_line()
   local n = #self.history - 1
   local dt = C.kl_now() - self.t0
   local best = self.best and self.best.result.time_ms
   local sp = self.best and self:speedup(self.best)
   return string.format("%d/%d | %s | best %s%s | %.1f/min | tokens %d | $%.3f", n, self.opts.budget,
-    table.concat(vs, ", "), best and string.format("%.4f ms", best) or "-", sp and string.format(" (%.2fx)", sp) or "",
+    self:verdict_text(), best and string.format("%.4f ms", best) or "-", sp and string.format(" (%.2fx)", sp) or "",
     n / math.max(dt, 1e-9) * 60, self.tokens or 0, self.cost or 0)
 end
 
@@ -233,13 +248,9 @@ function M.run(strategy, path, args)
     local base = { source = task.source, proposer = "baseline", label = "baseline" }
     -- pipelining starts here: the model works on the first children while the worker
     -- starts, the reference is computed and the baseline is timed
-    local prop = ctx.proposer
-    if prop and prop.prefetch and ctx.opts.pipeline and ctx.opts.budget > 0 then
-      local depth = ctx.opts.pipeline_depth > 0 and ctx.opts.pipeline_depth
-        or 2 * (ctx.opts.batch or ctx.opts.expand or 4)
-      depth = math.min(depth, ctx.opts.budget)
-      ok, msg = protected("prefetch", function() prop:prefetch(ctx, base, depth) end)
-    end
+    ok, msg = protected("prefetch", function()
+      ctx:lookahead(base, ctx.opts.batch or ctx.opts.expand or 4, ctx.opts.budget)
+    end)
     if ok then ok, msg = protected("baseline", function() ctx:evaluate(base) end) end
     ctx.baseline = base
     if ok and base.result.verdict ~= "ok" then
@@ -264,16 +275,10 @@ function M.run(strategy, path, args)
     ok, msg = protected("compile", function() ctx.ev:precompile(real) end)
     if not ok then break end
     -- pipelining: the LLM works on the next step while this batch is evaluated
-    local prop = ctx.proposer
     local left = ctx.opts.budget - (#ctx.history - 1)
-    if prop and prop.prefetch and ctx.opts.pipeline and left > #real then
-      -- two batches ahead by default (one batch left the H200 idle 24% of the time at
-      -- 5 s per reply, two 18%: docs/BENCHMARKS.md), never more than the budget needs
-      local depth = ctx.opts.pipeline_depth > 0 and ctx.opts.pipeline_depth or 2 * #real
-      depth = math.min(depth, left - #real)
-      ok, msg = protected("prefetch", function() prop:prefetch(ctx, ctx.best or ctx.baseline, depth) end)
-      if not ok then break end
-    end
+    ok, msg = protected("prefetch", function() ctx:lookahead(ctx.best or ctx.baseline, #real, left - #real) end)
+    if not ok then break end
+    local prop = ctx.proposer
     for _, cand in ipairs(cands) do
       if ctx:budget_spent() or C.kl_sigint_pending() > 0 then break end
       if prop and prop.pump then prop:pump() end
@@ -325,13 +330,11 @@ end
 function M.summary(ctx, status, reason)
   if not ctx.opts.quiet and C.kl_isatty(1) == 1 then io.stdout:write("\r\27[K") end
   if #ctx.history == 0 then return end
-  local vs = {}
-  for _, k in ipairs(util.sorted_keys(ctx.verdicts)) do vs[#vs + 1] = k .. " " .. ctx.verdicts[k] end
   local n = #ctx.history
   local dt = C.kl_now() - ctx.t0
   print(string.format("\nrun %s (%s) on %s: %d candidates in %.1f s (%.1f/min), seed %d",
     status, tostring(reason or ""), ctx.task.name, n - 1, dt, (n - 1) / math.max(dt, 1e-9) * 60, ctx.opts.seed))
-  print("verdicts: " .. table.concat(vs, ", "))
+  print("verdicts: " .. ctx:verdict_text())
   local b = ctx.baseline and ctx.baseline.result
   if b and b.time_ms then print(string.format("baseline: %.4f ms", b.time_ms)) end
   if ctx.best then

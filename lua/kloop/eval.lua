@@ -93,13 +93,16 @@ M.host_worker_env = { "PATH", "LANG", "LC_", "KLOOP_LUA_DIR", "KLOOP_EMBEDDED_ON
 
 function Evaluator:backend() return self.opts.backend or self.task.backend or "cuda" end
 
+-- The compiler of this evaluator's backend and its options for one candidate.
+function Evaluator:compiler(opts)
+  local copts = { arch = self.arch, dir = self.task.dir, options = self.task.options, defines = opts.defines,
+    name = opts.name }
+  return self:backend() == "host" and compile_host or compile, copts
+end
+
 function Evaluator:compile_source(src, opts)
-  if self:backend() == "host" then
-    return compile_host.compile(src, { dir = self.task.dir, options = self.task.options, defines = opts.defines,
-      name = opts.name })
-  end
-  return compile.compile(src, { arch = self.arch, dir = self.task.dir, options = self.task.options,
-    defines = opts.defines, name = opts.name })
+  local compiler, copts = self:compiler(opts)
+  return compiler.compile(src, copts)
 end
 
 function Evaluator:spawn()
@@ -111,6 +114,7 @@ function Evaluator:spawn()
   return true
 end
 
+-- The worker's last output (a killed worker's is kept: printf floods, crash messages).
 function Evaluator:output_tail()
   if not self.proc then return self.last_tail or "" end
   return ffi.string(self.proc.tail, self.proc.tail_len)
@@ -144,6 +148,7 @@ end
 
 function Evaluator:kill()
   if self.proc then
+    self.last_tail = ffi.string(self.proc.tail, self.proc.tail_len)
     C.kl_proc_kill(self.proc)
     self.proc = nil
     self.ready = false
@@ -247,8 +252,8 @@ function Evaluator:precompile(cands)
   if not ok then return end
   local jobs = {}
   for _, c in ipairs(cands) do
-    local job = compile.prepare(c.source or self.task.source, { arch = self.arch, dir = self.task.dir,
-      options = self.task.options, defines = c.defines, name = c.name })
+    local _, copts = self:compiler(c)
+    local job = compile.prepare(c.source or self.task.source, copts)
     if job then jobs[#jobs + 1] = job end
   end
   compile.run(jobs, { parallel = self.opts.compile_parallel })
@@ -283,7 +288,7 @@ function Evaluator:run_request(req)
       msg = msg .. ": the sandbox stopped a forbidden system call (exec, fork, socket, file write or kill)"
     end
     return nil, { verdict = kind == "timeout" and "timeout" or "crashed", reason = msg,
-      output_tail = self:output_tail_last() }
+      output_tail = self:output_tail() }
   end
   if reply.ok == false then
     -- kloop's own worker code failed: say so plainly, and start afresh next time
@@ -363,17 +368,6 @@ function Evaluator:annotate(result, job)
   result.gpu = self.gpu and self.gpu.name
   result.sandbox = self.gpu and self.gpu.sandbox
   return result
-end
-
-function Evaluator:output_tail_last()
-  return self.last_tail or ""
-end
-
--- Keep the worker's last output when it is killed (printf floods, crash messages).
-local kill = Evaluator.kill
-function Evaluator:kill()
-  if self.proc then self.last_tail = ffi.string(self.proc.tail, self.proc.tail_len) end
-  return kill(self)
 end
 
 return M

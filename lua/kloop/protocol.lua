@@ -6,8 +6,6 @@ local stats = require("kloop.stats")
 local ffi = core.ffi
 local C = core.C
 
-pcall(ffi.cdef, "void *malloc(size_t); void free(void *);")
-
 local M = {}
 
 local DTYPE = { f32 = C.KL_F32, f64 = C.KL_F64, f16 = C.KL_F16, bf16 = C.KL_BF16, i32 = C.KL_I32,
@@ -16,10 +14,12 @@ local DIST = { uniform = C.KL_DIST_UNIFORM, normal = C.KL_DIST_NORMAL, const = C
 local SCALAR_CT = { f32 = "float[1]", f64 = "double[1]", i32 = "int32_t[1]", u32 = "uint32_t[1]",
   i64 = "int64_t[1]", u8 = "uint8_t[1]", i8 = "int8_t[1]" }
 
+-- Host buffers (inputs, references, read-backs) through the core's allocator, freed by
+-- the GC when the worker lets go of them.
 local function host_alloc(bytes)
-  local p = C.malloc(math.max(bytes, 4))
+  local p = C.kl_host_alloc(math.max(bytes, 4))
   if p == nil then return nil end
-  return ffi.gc(ffi.cast("uint8_t*", p), C.free)
+  return ffi.gc(ffi.cast("uint8_t*", p), C.kl_host_free)
 end
 
 local function round4(b) return math.ceil(b / 4) * 4 end

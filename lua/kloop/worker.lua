@@ -42,7 +42,7 @@ function M.main(args)
     else
       local okc, res = xpcall(function()
         if req.op == "hello" then
-          local info, err = be.init(backend_name == "host" and (req.sandbox or {}) or (req.device or 0))
+          local info, err = be.init(req)
           if not info then return { ok = false, error = err } end
           ready = true
           return { ok = true, gpu = info, pid = C.kl_getpid() }

@@ -1,10 +1,6 @@
 -- tests/spec/support/backend_sim.lua: a test double of a backend, so the protocol
 -- (verification, timing, verdicts) runs in CI without a GPU. "Modules" are Lua files
 -- returning kernels: function(params, grid, block) that read and write host memory.
-local ffi = require("ffi")
-pcall(ffi.cdef, "void *malloc(size_t); void free(void *);")
-local C = ffi.C
-
 local M = { name = "sim", info = { name = "sim", arch = "sim" }, launches = 0 }
 M.fail_next = nil -- set to {msg=, fatal=} to make the next launch fail
 
@@ -25,23 +21,10 @@ function M.prepare_launch(fn, smem)
   if smem > 48 * 1024 then return nil, "too much shared memory" end
   return true
 end
-local live = {}
-function M.alloc(bytes)
-  local p = C.malloc(bytes)
-  local addr = tonumber(ffi.cast("uintptr_t", p))
-  live[addr] = p
-  return addr
-end
-function M.free(addr) C.free(live[addr]) live[addr] = nil end
-local function ptr(addr) return ffi.cast("uint8_t*", addr) end
-function M.h2d(dst, src, bytes) ffi.copy(ptr(dst), src, bytes) return true end
-function M.d2h(dst, src, bytes) ffi.copy(dst, ptr(src), bytes) return true end
-function M.d2d(dst, src, bytes) ffi.copy(ptr(dst), ptr(src), bytes) return true end
-function M.fill32(dst, word, count)
-  local p = ffi.cast("uint32_t*", dst)
-  for i = 0, count - 1 do p[i] = word end
-  return true
-end
+-- Memory is host memory: the host backend's own operations serve (its init, which
+-- enters the sandbox, is not used here).
+local host = require("kloop.backend_host")
+M.alloc, M.free, M.h2d, M.d2h, M.d2d, M.fill32 = host.alloc, host.free, host.h2d, host.d2h, host.d2d, host.fill32
 function M.launch(fn, grid, block, smem, params)
   if M.fail_next then
     local f = M.fail_next
