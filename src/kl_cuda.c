@@ -118,6 +118,8 @@ int kl_cuda_load(kl_err *err) {
 
 static CUcontext ctx;
 
+void *kl_cuda_context(void) { return ctx; }
+
 int kl_cuda_init(int device, kl_err *err) {
   int st = kl_cuda_load(err);
   if (st) return st;

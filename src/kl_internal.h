@@ -14,5 +14,7 @@ int kl_fail(kl_err *err, int status, int code, const char *fmt, ...) KL_PRINTF(4
 /* Same, with strerror(errno) appended and errno stored as the code. */
 int kl_fail_errno(kl_err *err, const char *fmt, ...) KL_PRINTF(2, 3);
 void kl_err_clear(kl_err *err);
+/* The context kl_cuda_init made current (NULL before). */
+void *kl_cuda_context(void);
 
 #endif

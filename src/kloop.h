@@ -20,7 +20,8 @@ typedef enum kl_status {
   KL_ETIMEOUT = 5,  /* a deadline passed */
   KL_ECLOSED = 6,   /* the peer closed its end or died */
   KL_ECOMPILE = 7,  /* compilation failed; the log says why */
-  KL_ENOMEM = 8
+  KL_ENOMEM = 8,
+  KL_ENOPERM = 9    /* not permitted here (e.g. no access to GPU performance counters) */
 } kl_status;
 
 typedef struct kl_err {
@@ -122,6 +123,33 @@ typedef struct kl_gpu_sample {
 /* uuid as kl_gpu_info.uuid ("GPU-xxxxxxxx-xxxx-..."), index the fallback. */
 int kl_nvml_sample(const char *uuid, int index, kl_gpu_sample *s, kl_err *err);
 
+/* CUPTI, opened with dlopen; used in the worker, never inside a timed region. */
+int kl_cupti_load(kl_err *err);
+const char *kl_cupti_path(void);      /* the library opened; "" before */
+/* Kernel activity records: start/end of every kernel between start and stop. */
+typedef struct kl_kernel_rec {
+  uint64_t start_ns, end_ns;
+  uint32_t correlation;
+  int32_t grid[3], block[3];
+  char name[128];
+} kl_kernel_rec;
+int kl_activity_start(kl_err *err);
+/* Flushes and stops; copies up to max records, *n = records seen (may exceed max). */
+int kl_activity_stop(kl_kernel_rec *recs, int max, int *n, int *dropped, kl_err *err);
+/* Hardware metrics (Profiler Host + Range Profiler: one range per kernel, kernel
+   replay). kl_prof_new checks every metric name and builds the config image; with
+   with_device = 0 it needs no GPU (chip e.g. "GH100"), with 1 it uses the current
+   context's counter availability (chip from kl_prof_chip). KL_ENOPERM: no counters. */
+typedef struct kl_prof kl_prof;
+int kl_prof_chip(int device, char *buf, size_t n, kl_err *err);
+int kl_prof_new(const char *chip, int with_device, const char *const *metrics, int n, kl_prof **p,
+                kl_err *err);
+int kl_prof_passes(kl_prof *p);      /* replay passes the metrics need */
+int kl_prof_enable(kl_prof *p, int max_ranges, kl_err *err); /* on the current context */
+int kl_prof_start(kl_prof *p, kl_err *err);
+int kl_prof_stop(kl_prof *p, int *ranges, int *dropped, kl_err *err); /* stop and decode */
+int kl_prof_values(kl_prof *p, int range, double *values, kl_err *err); /* one per metric */
+void kl_prof_free(kl_prof *p);       /* disables the profiler too */
 /* NVRTC, opened with dlopen. */
 int kl_nvrtc_load(kl_err *err);
 int kl_nvrtc_version(int *major, int *minor, kl_err *err);

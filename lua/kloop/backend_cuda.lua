@@ -163,6 +163,63 @@ function M.sample()
     throttle = tonumber(s.throttle) }
 end
 
+-- Kernel activity (CUPTI): start before a run, stop after it. stop returns the kernel
+-- records {name, ms, grid, block} and how many were dropped.
+function M.activity_start()
+  local e = ffi.new("kl_err")
+  if C.kl_activity_start(e) ~= 0 then return nil, ffi.string(e.msg), false, e.status == C.KL_ENOPERM end
+  return true
+end
+
+function M.activity_stop()
+  local e = ffi.new("kl_err")
+  local max = 1024
+  local recs, n, dropped = ffi.new("kl_kernel_rec[?]", max), ffi.new("int[1]"), ffi.new("int[1]")
+  if C.kl_activity_stop(recs, max, n, dropped, e) ~= 0 then return nil, ffi.string(e.msg) end
+  local out = {}
+  for i = 0, math.min(n[0], max) - 1 do
+    local r = recs[i]
+    out[#out + 1] = { name = ffi.string(r.name), start_ns = tonumber(r.start_ns), end_ns = tonumber(r.end_ns),
+      ms = tonumber(r.end_ns - r.start_ns) / 1e6, grid = { r.grid[0], r.grid[1], r.grid[2] },
+      block = { r.block[0], r.block[1], r.block[2] } }
+  end
+  return out, n[0] + dropped[0] - #out
+end
+
+-- Hardware metrics for the kernels `run` launches (one range per kernel, kernel
+-- replay). Returns {per_kernel = {{metric -> value}}, passes, chip, dropped}, or nil,
+-- message, fatal, no_counters (profiling not permitted or not supported here).
+function M.profile_metrics(names, run, max_kernels)
+  local e = ffi.new("kl_err")
+  local function fail(extra)
+    return nil, ffi.string(e.msg) .. (extra or ""), false, e.status == C.KL_ENOPERM
+  end
+  local chip = ffi.new("char[64]")
+  if C.kl_prof_chip(M.device or 0, chip, 64, e) ~= 0 then return fail() end
+  local arr = ffi.new("const char*[?]", #names, names)
+  local pp = ffi.new("kl_prof*[1]")
+  if C.kl_prof_new(chip, 1, arr, #names, pp, e) ~= 0 then return fail() end
+  local prof = pp[0]
+  local function done(...) C.kl_prof_free(prof) return ... end
+  if C.kl_prof_enable(prof, max_kernels, e) ~= 0 then return done(fail()) end
+  if C.kl_prof_start(prof, e) ~= 0 then return done(fail()) end
+  local ok, msg, fatal = run()
+  if ok then ok, msg, fatal = M.sync() end
+  local ranges, dropped = ffi.new("int[1]"), ffi.new("int[1]")
+  local st = C.kl_prof_stop(prof, ranges, dropped, e)
+  if not ok then return done(nil, msg, fatal) end
+  if st ~= 0 then return done(fail()) end
+  local per = {}
+  local vals = ffi.new("double[?]", #names)
+  for r = 0, ranges[0] - 1 do
+    if C.kl_prof_values(prof, r, vals, e) ~= 0 then return done(fail()) end
+    local k = {}
+    for i, n in ipairs(names) do k[n] = vals[i - 1] end
+    per[#per + 1] = k
+  end
+  return done({ per_kernel = per, passes = C.kl_prof_passes(prof), chip = ffi.string(chip), dropped = dropped[0] })
+end
+
 -- Makes the next launch start with a cold L2: overwrite it with scratch data.
 function M.flush_cache() return check(C.kl_cuda_fill32(M.flush_ptr, 0x5A5A5A5A, M.flush_words, err)) end
 

@@ -21,6 +21,9 @@ options:
 
 commands:
   doctor        check each component (GPU, NVRTC, CUPTI, C compiler, LLM, database)
+  compile TARGET     compile a kernel with NVRTC (no GPU needed)
+  check TARGET       verify and time a kernel (--candidate FILE)
+  profile TARGET     check, then CUPTI counters, roofline and hints (--metrics a,b)
   version       same as --version
   runs          one line per run in the store (--db PATH, default $KLOOP_DB or ./kloop.db)
   show ID       a run, or a candidate (c:ID) with its lineage and evaluation
@@ -212,6 +215,7 @@ M.command_modules = {
   version = "kloop.version_cmd",
   compile = "kloop.compile_cmd",
   check = "kloop.check_cmd",
+  profile = "kloop.profile_cmd",
   runs = "kloop.runs_cmd",
   show = "kloop.show_cmd",
   best = "kloop.best_cmd",

@@ -28,6 +28,8 @@ M.common_options = {
   { "temperature", 0.7, "LLM sampling temperature" },
   { "pipeline", true, "ask the LLM for the next step while the current batch is evaluated" },
   { "pipeline_depth", 0, "LLM requests kept in flight ahead (0: two batches)" },
+  { "profile", "best", "CUPTI-profile verified candidates: best (each new best), all, or none" },
+  { "metrics", "", "profiler metrics (a,b,c just those; +a,b added to the defaults)" },
 }
 
 local function all_options(strategy)
@@ -109,9 +111,38 @@ function Ctx:evaluate(cand)
     self.best = cand
     cand.improved = true
   end
+  local pmode = self.opts.profile
+  if r.verdict == "ok" and (pmode == "all" or (pmode == "best" and cand.improved)) then self:profile(cand) end
   if self.store then self.store:record(self, cand) end
   self:progress(cand)
   return r
+end
+
+-- Profiles a verified candidate with CUPTI (kloop.profile): its summary, also stored
+-- as cand.result.profile (and in the store), or nil, why. No counters on this machine:
+-- said once, and the summary still has the roofline and the kernel activity.
+function Ctx:profile(cand)
+  local r = cand.result
+  if not r or r.verdict ~= "ok" then return nil, "only verified candidates are profiled" end
+  if r.profile then return r.profile end
+  if self.ev:backend() ~= "cuda" or self.profile_off then return nil, self.profile_off or "profiling needs the cuda backend" end
+  local t0 = C.kl_now()
+  local p = self.ev:profile(cand.source, { defines = cand.defines, name = cand.name, time_ms = r.time_ms,
+    verified = true, metrics = self.opts.metrics ~= "" and self.opts.metrics or nil })
+  self.busy = (self.busy or 0) + (C.kl_now() - t0)
+  if p.verdict ~= "ok" then
+    if p.usage then self.profile_off = p.reason end
+    util.eprintf("kloop: profiling %s failed (%s); the run goes on\n", self:describe(cand), tostring(p.reason))
+    return nil, p.reason
+  end
+  r.profile = p.profile
+  if p.profile.no_counters and not self.said_no_counters then
+    self.said_no_counters = true
+    util.eprintf("kloop: no hardware counters here (%s); profiles carry the roofline and kernel activity only\n",
+      tostring(p.profile.no_counters))
+  end
+  if cand.evaluation_store_id and self.store then self.store:record_profile(cand) end
+  return r.profile
 end
 
 function Ctx:speedup(cand)
@@ -206,6 +237,14 @@ function M.run(strategy, path, args)
   if task.backend == "cuda" and not core.gpu_probe(0) then
     util.eprintf("kloop: no GPU here for %s; try a host task (examples/cpu/*.c)\n", target)
     return 1
+  end
+  if opts.profile ~= "best" and opts.profile ~= "all" and opts.profile ~= "none" then
+    util.eprintf("kloop: --profile %s: give best, all or none\n", tostring(opts.profile))
+    return 2
+  end
+  if opts.metrics ~= "" then
+    local _, merr = require("kloop.profile").metric_list(opts.metrics)
+    if merr then util.eprintf("kloop: --%s\n", merr) return 2 end
   end
   if opts.seed == 0 then opts.seed = rng.fresh_seed() end
   local ctx = setmetatable({ task = task, opts = opts, history = {}, verdicts = {}, t0 = C.kl_now(), done_keys = {},

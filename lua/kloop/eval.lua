@@ -324,6 +324,67 @@ function Evaluator:evaluate(src, opts)
   return result
 end
 
+-- Profiles one source (nil: the task's kernel) with CUPTI on the bench size: kernel
+-- activity against the event timer, hardware metrics (opts.metrics: a list, or nil for
+-- kloop.profile's defaults), then the roofline summary and hints. opts.time_ms: the
+-- evaluation's median when known (else the event timer's); opts.verified: this binary
+-- was just verified by this evaluator. Returns a result table; result.profile is the
+-- summary (also when the counters are unavailable: profile.no_counters says why).
+function Evaluator:profile(src, opts)
+  opts = opts or {}
+  local prof = require("kloop.profile")
+  src = src or self.task.source
+  local t0 = C.kl_now()
+  if self:backend() ~= "cuda" then
+    return { verdict = "launch_error", reason = "profiling needs the cuda backend (this task is " .. self:backend() .. ")",
+      infrastructure = true }
+  end
+  local names, merr = prof.metric_list(opts.metrics)
+  if not names then return { verdict = "launch_error", reason = merr, infrastructure = true, usage = true } end
+  local ok, err = self:start()
+  if not ok then return { verdict = "launch_error", reason = err, infrastructure = true } end
+  local req, result, job = self:prepare(src, opts)
+  if req then
+    req.op = "profile"
+    req.metrics = (self.no_counters and not opts.retry_counters) and {} or names
+    req.reps = opts.reps or 3
+    req.verified = opts.verified or nil
+    req.timing = self:timing(opts.timing)
+    local reply, failed = self:run_request(req)
+    result = reply or failed
+  end
+  result = self:annotate(result, job)
+  if result.verdict == "ok" then
+    if result.metrics_error and result.metrics_error:match("^unknown metric") then
+      result.infrastructure, result.usage = true, true
+      result.reason = result.metrics_error
+      result.verdict = "launch_error"
+      return result
+    end
+    local per = result.per_kernel or {}
+    local _, cost, peaks = self:floor_ms()
+    local source = "datasheet"
+    if self.measured then peaks, source = self.measured, "measured" end
+    local s = prof.summarize({ metrics = #per > 0 and prof.aggregate(names, per) or nil, kernels = per,
+      launches = result.launches, activity = result.activity, passes = result.passes, resources = result.resources,
+      time_ms = opts.time_ms, cost = cost, peaks = peaks, peaks_source = source, arch = self.arch })
+    s.metric_names = names
+    s.chip = result.chip
+    s.kernels = per
+    s.activity_kernels = result.activity_kernels
+    if result.metrics_error or result.activity_error then
+      s.no_counters = result.metrics_error or result.activity_error
+      if result.no_counters then self.no_counters = s.no_counters end
+    elseif self.no_counters and not opts.retry_counters then
+      s.no_counters = self.no_counters
+    end
+    s.warning = result.profile_warning
+    result.profile = s
+  end
+  result.wall_seconds = C.kl_now() - t0
+  return result
+end
+
 -- A/B comparison of two sources (nil: the task's kernel), timed interleaved.
 -- Returns {a = result, b = result, ratio = time_a / time_b, ratio_ci = {lo, hi}}.
 function Evaluator:compare(src_a, src_b, opts)

@@ -35,6 +35,25 @@ function kloop.evaluator(task, opts)
   return require("kloop.eval").new(task, opts)
 end
 
+-- Profiles a task's kernel (or opts.candidate: a source text) on the GPU: evaluates it,
+-- then collects CUPTI counters; returns the evaluation result with .profile (the
+-- summary) and .profile_text (what `kloop profile` prints), or nil, message.
+function kloop.profile(task, opts)
+  opts = opts or {}
+  local ev, err = kloop.evaluator(task, { device = opts.device, timing = opts.timing })
+  if not ev then return nil, err end
+  local r = ev:evaluate(opts.candidate, { defines = opts.defines })
+  if r.verdict ~= "ok" then ev:close() return r end
+  local p = ev:profile(opts.candidate, { defines = opts.defines, metrics = opts.metrics, time_ms = r.time_ms,
+    verified = true })
+  ev:close()
+  if p.verdict ~= "ok" then return nil, p.reason end
+  local prof = require("kloop.profile")
+  r.profile = p.profile
+  r.profile_text = prof.text(p.profile, p.profile.metric_names)
+  return r
+end
+
 -- Compiles a source for an arch without a GPU: the compile job table.
 function kloop.compile(src, opts)
   return require("kloop.compile").compile(src, opts or {})
@@ -43,7 +62,9 @@ end
 function kloop.help()
   print([[kloop module (api_version ]] .. kloop.api_version .. [[):
   kloop.load_task(path)           -> task | nil, err
-  kloop.evaluator(task, opts)     -> ev  (ev:evaluate(src, {defines=}), ev:compare(a, b), ev:close())
+  kloop.evaluator(task, opts)     -> ev  (ev:evaluate(src, {defines=}), ev:compare(a, b),
+                                     ev:profile(src, {metrics=}), ev:close())
+  kloop.profile(task, {candidate=, metrics=}) -> result with .profile, .profile_text
   kloop.compile(src, {arch=, dir=, defines=, options=}) -> job (ok, log, resources, cubin_path)
   kloop.core.gpu_probe()          -> GPU facts (from a child process)
 See docs/LUA_API.md.]])

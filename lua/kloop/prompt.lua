@@ -319,7 +319,8 @@ end
 local function cand_ctx(c)
   if not c then
     return { source = false, verdict = false, reason = false, compile_log = false, time_ms = false, ci = false,
-      tflops = false, gbps = false, frac_peak = false, bound = false, resources = false, summary = false }
+      tflops = false, gbps = false, frac_peak = false, bound = false, resources = false, summary = false,
+      profile = false }
   end
   local r = c.result or c
   return {
@@ -329,6 +330,7 @@ local function cand_ctx(c)
     tflops = num(r.tflops), gbps = num(r.gbps),
     frac_peak = r.frac_peak and string.format("%.1f%%", 100 * r.frac_peak) or false, bound = r.bound or false,
     resources = resources_text(r.resources), summary = summary(r),
+    profile = require("kloop.profile").prompt_text(r.profile),
   }
 end
 

@@ -463,6 +463,70 @@ function M.evaluate(be, req)
   return result
 end
 
+-- Profiles one candidate on the bench case, never inside the timing: verification
+-- first (unless the parent just verified this binary: req.verified), then `reps` runs
+-- under CUPTI kernel activity with the event timer around each (does the kernel time
+-- account for the timed interval?), then one launch of the plan under the range
+-- profiler (each kernel replayed once per pass), and the outputs checked again.
+-- req = {cubin, plans, metrics = {...}, reps, verified, timing = {flush}}.
+function M.profile(be, req)
+  if not state then return { verdict = "launch_error", reason = "worker has no task (setup first)" } end
+  local spec = state.spec
+  local t0 = C.kl_now()
+  local cand, v = load_candidate(be, req)
+  if not cand then return v end
+  local result = not req.verified and verify(be, spec, cand) or nil
+  if result then be.unload(cand.mod) return result end
+  local case = bench_case()
+  local kernels = cand.plans[case.label]
+  local params = build_params(spec, case)
+  local out = { verdict = "ok", resources = cand.resources, case = case.label, launches = {} }
+  for k, l in ipairs(req.plans[case.label]) do
+    out.launches[k] = { entry = l.entry, grid = l.grid, block = l.block, smem = l.smem }
+  end
+  local timing = req.timing or {}
+  if be.activity_start then
+    local reps = {}
+    for r = 1, req.reps or 3 do
+      local ok, msg, _, noperm = be.activity_start()
+      if not ok then out.activity_error, out.no_counters = msg, noperm or nil break end
+      local ms, tv, fatal = timed_rep(be, spec, case, kernels, params, (r - 1) % spec.nsets + 1, timing.flush)
+      local recs, dropped = be.activity_stop()
+      if not ms then be.unload(cand.mod) return fail_with(cand, tv, fatal) end
+      if not recs then out.activity_error = dropped break end
+      local sum = 0
+      for _, k in ipairs(recs) do sum = sum + k.ms end
+      reps[r] = { event_ms = ms, kernel_ms = sum, kernels = #recs, dropped = dropped }
+      if r == 1 then
+        out.activity_kernels = {}
+        for i, k in ipairs(recs) do out.activity_kernels[i] = { name = k.name, ms = k.ms, grid = k.grid, block = k.block } end
+      end
+    end
+    out.activity = { reps = reps, plan_kernels = #kernels }
+  end
+  if req.metrics and #req.metrics > 0 and be.profile_metrics then
+    local ok, msg, fatal = load_inputs(be, spec, case, 1)
+    if ok then ok, msg, fatal = poison_outputs(be, spec, case) end
+    if ok and timing.flush ~= false then ok, msg, fatal = be.flush_cache() end
+    if not ok then be.unload(cand.mod) return fail_with(cand, verdict(fatal and "crashed" or "launch_error", msg), fatal) end
+    local res, perr, pfatal, noperm = be.profile_metrics(req.metrics,
+      function() return launch_plan(be, kernels, params) end, #kernels + 2)
+    if res then
+      out.per_kernel, out.passes, out.chip, out.dropped_ranges = res.per_kernel, res.passes, res.chip, res.dropped
+      -- kernel replay restores memory between passes: the outputs must still be right
+      local v2, f2 = check_outputs(be, spec, case, 1, 1, "after profiling")
+      if v2 then out.profile_warning = v2.reason pfatal = f2 end
+    else
+      out.metrics_error = perr
+      out.no_counters = noperm or nil
+    end
+    if pfatal then be.unload(cand.mod) return fail_with(cand, verdict("crashed", tostring(perr)), true) end
+  end
+  be.unload(cand.mod)
+  out.eval_seconds = C.kl_now() - t0
+  return out
+end
+
 -- A/B comparison: both verified, then timed interleaved. req = {a = req, b = req, timing}.
 -- Returns {a = result, b = result, ratio = median_a / median_b, ratio_ci = {lo, hi}}.
 function M.compare(be, req)

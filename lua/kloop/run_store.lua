@@ -75,12 +75,20 @@ function A:record(ctx, cand)
   cand.store_id = id
   local ok, eerr = self.db:add_evaluation(id, cand.result)
   if not ok then self:warn("add_evaluation", eerr) end
+  cand.evaluation_store_id = ok or nil
   for _, rec in ipairs(cand.llm_calls or {}) do
     local r = { candidate_id = id }
     for k, v in pairs(rec) do if LLM_KEEP[k] then r[k] = v end end
     local okc, cerr = self.db:add_llm_call(self.run_id, r)
     if not okc then self:warn("add_llm_call", cerr) end
   end
+end
+
+-- A profile taken after the candidate was recorded (a strategy's ctx:profile).
+function A:record_profile(cand)
+  if not cand.evaluation_store_id then return end
+  local ok, err = self.db:set_profile(cand.evaluation_store_id, cand.result.profile)
+  if not ok then self:warn("set_profile", err) end
 end
 
 function A:finish(ctx, status, reason)

@@ -632,6 +632,16 @@ function DB:add_evaluation(candidate_id, r)
   return id
 end
 
+-- Attaches a profile summary (kloop.profile) to a recorded evaluation: true, or nil, msg.
+function DB:set_profile(evaluation_id, profile)
+  check_open(self)
+  if type(profile) ~= "table" then error("set_profile: give the profile summary table", 2) end
+  local ok, changes = self:write("UPDATE evaluations SET profile_json = ? WHERE id = ?", M.to_json(profile), evaluation_id)
+  if not ok then return nil, changes end
+  if changes == 0 then return nil, "no evaluation " .. tostring(evaluation_id) end
+  return true
+end
+
 local LLM_FIELDS = { candidate_id = true, request_hash = true, model = true, latency_s = true, latency = true,
   http_status = true, status = true, tokens_in = true, tokens_out = true, retries = true, cost = true,
   cost_usd = true, error = true, created_at = true }

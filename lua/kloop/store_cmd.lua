@@ -232,6 +232,13 @@ local function print_evaluation(e, indent)
       100 * (e.frac_peak or 0), e.bound or "?"))
   end
   if type(e.evidence) == "table" and next(e.evidence) then line("evidence", store.encode(e.evidence)) end
+  if type(e.profile) == "table" then
+    local prof = require("kloop.profile")
+    local rl = e.profile.bound and prof.roofline_text(e.profile)
+    if rl then line("roofline", rl) end
+    if e.profile.no_counters then line("counters", "unavailable: " .. tostring(e.profile.no_counters)) end
+    for _, h in ipairs(e.profile.hints or {}) do line("hint", h.text) end
+  end
   if type(e.resources) == "table" then
     for _, entry in ipairs(util.sorted_keys(e.resources)) do
       local x = e.resources[entry]

@@ -63,6 +63,10 @@ function M.main(args)
           if not r then return { ok = false, error = err } end
           r.ok = true
           return r
+        elseif req.op == "profile" then
+          local r = protocol.profile(be, req)
+          r.ok = true
+          return r
         elseif req.op == "compare" then
           local r = protocol.compare(be, req)
           r.ok = true

@@ -1,0 +1,451 @@
+/* kl_cupti.c: CUPTI opened at run time. Two uses, both in the worker and never inside
+   a timed region: kernel activity records (start/end of every kernel of a launch plan,
+   a cross-check of the event timer) and hardware metrics through the Profiler Host and
+   Range Profiler APIs (CUDA 13; the event/metric APIs do not work on cc >= 7.5).
+   Metrics are collected with auto ranges (one range per kernel) and kernel replay:
+   CUPTI saves and restores device memory and replays each kernel once per pass. */
+#define _GNU_SOURCE
+#include <cupti_activity.h>
+#include <cupti_profiler_target.h>
+#include <cupti_range_profiler.h>
+#include <cupti_target.h>
+#include <dlfcn.h>
+#include <stddef.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "kl_internal.h"
+
+/* The Profiler Host API's header is C++ only (it includes <string>); these mirror
+   its parameter structs, field for field, for the calls kloop makes. */
+typedef struct ph_object ph_object;
+typedef struct { size_t size; void *priv; int type; const char *chip; const uint8_t *avail; ph_object *host; } ph_init;
+typedef struct { size_t size; void *priv; ph_object *host; } ph_deinit;
+typedef struct { size_t size; void *priv; ph_object *host; const char *metric; const char *desc;
+                 const char *hw_unit; const char *dim_unit; int type; } ph_props;
+typedef struct { size_t size; void *priv; ph_object *host; const char **names; size_t n; } ph_add;
+typedef struct { size_t size; void *priv; ph_object *host; size_t image_size; } ph_image_size;
+typedef struct { size_t size; void *priv; ph_object *host; size_t image_size; uint8_t *image; } ph_image;
+typedef struct { size_t size; void *priv; size_t image_size; uint8_t *image; size_t passes; } ph_passes;
+typedef struct { size_t size; void *priv; ph_object *host; const uint8_t *data; size_t data_size;
+                 size_t range; const char **names; size_t n; double *values; } ph_eval;
+enum { PH_RANGE_PROFILER = 0 };
+/* structSize as CUPTI computes it: up to the end of the last field, no tail padding */
+#define PH_SIZE(type, last) (offsetof(type, last) + sizeof(((type *)0)->last))
+
+static struct {
+  void *lib;
+  CUptiResult (*GetResultString)(CUptiResult, const char **);
+  CUptiResult (*ActRegister)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc);
+  CUptiResult (*ActEnable)(CUpti_ActivityKind);
+  CUptiResult (*ActDisable)(CUpti_ActivityKind);
+  CUptiResult (*ActFlushAll)(uint32_t);
+  CUptiResult (*ActNext)(uint8_t *, size_t, CUpti_Activity **);
+  CUptiResult (*ActDropped)(CUcontext, uint32_t, size_t *);
+  CUptiResult (*ProfInit)(CUpti_Profiler_Initialize_Params *);
+  CUptiResult (*ChipName)(CUpti_Device_GetChipName_Params *);
+  CUptiResult (*Avail)(CUpti_Profiler_GetCounterAvailability_Params *);
+  CUptiResult (*HostInit)(ph_init *);
+  CUptiResult (*HostDeinit)(ph_deinit *);
+  CUptiResult (*HostProps)(ph_props *);
+  CUptiResult (*HostAdd)(ph_add *);
+  CUptiResult (*HostImageSize)(ph_image_size *);
+  CUptiResult (*HostImage)(ph_image *);
+  CUptiResult (*HostPasses)(ph_passes *);
+  CUptiResult (*HostEval)(ph_eval *);
+  CUptiResult (*RpEnable)(CUpti_RangeProfiler_Enable_Params *);
+  CUptiResult (*RpDisable)(CUpti_RangeProfiler_Disable_Params *);
+  CUptiResult (*RpSetConfig)(CUpti_RangeProfiler_SetConfig_Params *);
+  CUptiResult (*RpStart)(CUpti_RangeProfiler_Start_Params *);
+  CUptiResult (*RpStop)(CUpti_RangeProfiler_Stop_Params *);
+  CUptiResult (*RpDecode)(CUpti_RangeProfiler_DecodeData_Params *);
+  CUptiResult (*RpDataSize)(CUpti_RangeProfiler_GetCounterDataSize_Params *);
+  CUptiResult (*RpDataInit)(CUpti_RangeProfiler_CounterDataImage_Initialize_Params *);
+  CUptiResult (*RpDataInfo)(CUpti_RangeProfiler_GetCounterDataInfo_Params *);
+} c;
+static char load_error[900];
+static char loaded_from[600];
+
+static int cupti_fail(kl_err *err, CUptiResult r, const char *what) {
+  const char *s = "unknown CUPTI error";
+  if (c.GetResultString) c.GetResultString(r, &s);
+  /* privileges and unsupported devices mean "no counters here", not a bug */
+  int st = (r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES || r == CUPTI_ERROR_NOT_SUPPORTED ||
+            r == CUPTI_ERROR_NOT_COMPATIBLE || r == CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED ||
+            r == CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED || r == CUPTI_ERROR_MIG_DEVICE_NOT_SUPPORTED)
+               ? KL_ENOPERM : KL_ECUDA;
+  return kl_fail(err, st, (int)r, "%s: %s (CUPTI %d)", what, s, (int)r);
+}
+
+#define CP(call, what) do { CUptiResult r_ = (call); if (r_ != CUPTI_SUCCESS) return cupti_fail(err, r_, what); } while (0)
+
+int kl_cupti_load(kl_err *err) {
+  if (c.lib) return KL_OK;
+  if (load_error[0]) return kl_fail(err, KL_ENOTFOUND, 0, "%s", load_error);
+  const char *names[] = {"libcupti.so.13", "libcupti.so.12", "libcupti.so"};
+  void *h = NULL;
+  char path[600];
+  for (size_t i = 0; i < 3 && !h; i++) {
+    snprintf(path, sizeof path, "%s/lib64/%s", kl_cuda_home(), names[i]);
+    h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      snprintf(path, sizeof path, "%s/extras/CUPTI/lib64/%s", kl_cuda_home(), names[i]);
+      h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    }
+  }
+  for (size_t i = 0; i < 3 && !h; i++) {
+    snprintf(path, sizeof path, "%s", names[i]);
+    h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+  }
+  if (!h) {
+    snprintf(load_error, sizeof load_error,
+             "CUPTI not found (libcupti.so.13 under %s/lib64 or on the library path): "
+             "install the CUDA toolkit's CUPTI or set KLOOP_CUDA_HOME", kl_cuda_home());
+    return kl_fail(err, KL_ENOTFOUND, 0, "%s", load_error);
+  }
+  struct { void **slot; const char *name; } syms[] = {
+    {(void **)&c.GetResultString, "cuptiGetResultString"},
+    {(void **)&c.ActRegister, "cuptiActivityRegisterCallbacks"},
+    {(void **)&c.ActEnable, "cuptiActivityEnable"},
+    {(void **)&c.ActDisable, "cuptiActivityDisable"},
+    {(void **)&c.ActFlushAll, "cuptiActivityFlushAll"},
+    {(void **)&c.ActNext, "cuptiActivityGetNextRecord"},
+    {(void **)&c.ActDropped, "cuptiActivityGetNumDroppedRecords"},
+    {(void **)&c.ProfInit, "cuptiProfilerInitialize"},
+    {(void **)&c.ChipName, "cuptiDeviceGetChipName"},
+    {(void **)&c.Avail, "cuptiProfilerGetCounterAvailability"},
+    {(void **)&c.HostInit, "cuptiProfilerHostInitialize"},
+    {(void **)&c.HostDeinit, "cuptiProfilerHostDeinitialize"},
+    {(void **)&c.HostProps, "cuptiProfilerHostGetMetricProperties"},
+    {(void **)&c.HostAdd, "cuptiProfilerHostConfigAddMetrics"},
+    {(void **)&c.HostImageSize, "cuptiProfilerHostGetConfigImageSize"},
+    {(void **)&c.HostImage, "cuptiProfilerHostGetConfigImage"},
+    {(void **)&c.HostPasses, "cuptiProfilerHostGetNumOfPasses"},
+    {(void **)&c.HostEval, "cuptiProfilerHostEvaluateToGpuValues"},
+    {(void **)&c.RpEnable, "cuptiRangeProfilerEnable"},
+    {(void **)&c.RpDisable, "cuptiRangeProfilerDisable"},
+    {(void **)&c.RpSetConfig, "cuptiRangeProfilerSetConfig"},
+    {(void **)&c.RpStart, "cuptiRangeProfilerStart"},
+    {(void **)&c.RpStop, "cuptiRangeProfilerStop"},
+    {(void **)&c.RpDecode, "cuptiRangeProfilerDecodeData"},
+    {(void **)&c.RpDataSize, "cuptiRangeProfilerGetCounterDataSize"},
+    {(void **)&c.RpDataInit, "cuptiRangeProfilerCounterDataImageInitialize"},
+    {(void **)&c.RpDataInfo, "cuptiRangeProfilerGetCounterDataInfo"},
+  };
+  for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+    *syms[i].slot = dlsym(h, syms[i].name);
+    if (!*syms[i].slot) {
+      snprintf(load_error, sizeof load_error,
+               "%s lacks %s: kloop needs CUPTI from CUDA 13 or later (Range Profiler API)", path, syms[i].name);
+      dlclose(h);
+      memset(&c, 0, sizeof c);
+      return kl_fail(err, KL_ENOTFOUND, 0, "%s", load_error);
+    }
+  }
+  snprintf(loaded_from, sizeof loaded_from, "%s", path);
+  c.lib = h;
+  return KL_OK;
+}
+
+const char *kl_cupti_path(void) { return loaded_from; }
+
+/* ---- Activity: kernel records ---------------------------------------------------- */
+
+enum { ACT_BUF = 1 << 20, ACT_MAX = 4096 };
+static pthread_mutex_t act_mu = PTHREAD_MUTEX_INITIALIZER;
+static kl_kernel_rec act_recs[ACT_MAX];
+static int act_n, act_registered, act_on;
+static size_t act_dropped;
+
+static void CUPTIAPI act_request(uint8_t **buffer, size_t *size, size_t *max_records) {
+  *buffer = aligned_alloc(8, ACT_BUF);
+  *size = *buffer ? ACT_BUF : 0;
+  *max_records = 0;
+}
+
+static void CUPTIAPI act_complete(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid) {
+  (void)size;
+  CUpti_Activity *rec = NULL;
+  pthread_mutex_lock(&act_mu);
+  while (c.ActNext(buffer, valid, &rec) == CUPTI_SUCCESS) {
+    if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && rec->kind != CUPTI_ACTIVITY_KIND_KERNEL) continue;
+    const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
+    if (act_n < ACT_MAX) {
+      kl_kernel_rec *o = &act_recs[act_n];
+      o->start_ns = k->start;
+      o->end_ns = k->end;
+      o->correlation = k->correlationId;
+      o->grid[0] = k->gridX, o->grid[1] = k->gridY, o->grid[2] = k->gridZ;
+      o->block[0] = k->blockX, o->block[1] = k->blockY, o->block[2] = k->blockZ;
+      snprintf(o->name, sizeof o->name, "%s", k->name ? k->name : "?");
+    }
+    act_n++;
+  }
+  size_t dropped = 0;
+  if (c.ActDropped(ctx, stream, &dropped) == CUPTI_SUCCESS) act_dropped += dropped;
+  pthread_mutex_unlock(&act_mu);
+  free(buffer);
+}
+
+int kl_activity_start(kl_err *err) {
+  int st = kl_cupti_load(err);
+  if (st) return st;
+  if (!act_registered) {
+    CP(c.ActRegister(act_request, act_complete), "cuptiActivityRegisterCallbacks");
+    act_registered = 1;
+  }
+  pthread_mutex_lock(&act_mu);
+  act_n = 0;
+  act_dropped = 0;
+  pthread_mutex_unlock(&act_mu);
+  CP(c.ActEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable(CONCURRENT_KERNEL)");
+  act_on = 1;
+  return KL_OK;
+}
+
+int kl_activity_stop(kl_kernel_rec *recs, int max, int *n, int *dropped, kl_err *err) {
+  if (!act_on) return kl_fail(err, KL_EINVAL, 0, "kernel activity was not started");
+  act_on = 0;
+  CUptiResult r1 = c.ActFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  CUptiResult r2 = c.ActDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  pthread_mutex_lock(&act_mu);
+  int have = act_n < ACT_MAX ? act_n : ACT_MAX;
+  int copy = have < max ? have : max;
+  if (copy > 0) memcpy(recs, act_recs, (size_t)copy * sizeof *recs);
+  *n = act_n;
+  *dropped = (int)act_dropped + (act_n > ACT_MAX ? act_n - ACT_MAX : 0);
+  pthread_mutex_unlock(&act_mu);
+  if (r1 != CUPTI_SUCCESS) return cupti_fail(err, r1, "cuptiActivityFlushAll");
+  if (r2 != CUPTI_SUCCESS) return cupti_fail(err, r2, "cuptiActivityDisable");
+  return KL_OK;
+}
+
+/* ---- Metrics: Profiler Host + Range Profiler -------------------------------------- */
+
+struct kl_prof {
+  ph_object *host;
+  char chip[64];
+  const char **names;   /* copies of the metric names */
+  int n;
+  uint8_t *config;
+  size_t config_size;
+  size_t passes;
+  CUpti_RangeProfiler_Object *rp;
+  uint8_t *data;
+  size_t data_size;
+  size_t ranges;
+  int max_ranges;
+};
+
+static int profiler_initialized;
+
+static int profiler_init(kl_err *err) {
+  if (profiler_initialized) return KL_OK;
+  CUpti_Profiler_Initialize_Params p = {CUpti_Profiler_Initialize_Params_STRUCT_SIZE, NULL};
+  CP(c.ProfInit(&p), "cuptiProfilerInitialize");
+  profiler_initialized = 1;
+  return KL_OK;
+}
+
+int kl_prof_chip(int device, char *buf, size_t n, kl_err *err) {
+  int st = kl_cupti_load(err);
+  if (st) return st;
+  if ((st = profiler_init(err))) return st;
+  CUpti_Device_GetChipName_Params p;
+  memset(&p, 0, sizeof p);
+  p.structSize = CUpti_Device_GetChipName_Params_STRUCT_SIZE;
+  p.deviceIndex = (size_t)device;
+  CP(c.ChipName(&p), "cuptiDeviceGetChipName");
+  snprintf(buf, n, "%s", p.pChipName ? p.pChipName : "");
+  return KL_OK;
+}
+
+void kl_prof_free(kl_prof *p) {
+  if (!p) return;
+  if (p->rp) {
+    CUpti_RangeProfiler_Disable_Params d;
+    memset(&d, 0, sizeof d);
+    d.structSize = CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE;
+    d.pRangeProfilerObject = p->rp;
+    c.RpDisable(&d);
+  }
+  if (p->host) {
+    ph_deinit d = {PH_SIZE(ph_deinit, host), NULL, p->host};
+    c.HostDeinit(&d);
+  }
+  for (int i = 0; i < p->n; i++) free((void *)p->names[i]);
+  free(p->names);
+  free(p->config);
+  free(p->data);
+  free(p);
+}
+
+int kl_prof_new(const char *chip, int with_device, const char *const *metrics, int n, kl_prof **out,
+                kl_err *err) {
+  *out = NULL;
+  int st = kl_cupti_load(err);
+  if (st) return st;
+  if (n <= 0) return kl_fail(err, KL_EINVAL, 0, "no metrics asked for");
+  kl_prof *p = calloc(1, sizeof *p);
+  if (!p) return kl_fail(err, KL_ENOMEM, 0, "out of memory");
+  p->names = calloc((size_t)n, sizeof *p->names);
+  if (!p->names) { kl_prof_free(p); return kl_fail(err, KL_ENOMEM, 0, "out of memory"); }
+  for (int i = 0; i < n; i++) {
+    p->names[i] = strdup(metrics[i]);
+    p->n = i + 1;
+  }
+  uint8_t *avail = NULL;
+  snprintf(p->chip, sizeof p->chip, "%s", chip ? chip : "");
+  if (with_device) {
+    /* the counters this context may read: lets CUPTI schedule for this very GPU */
+    if ((st = profiler_init(err))) { kl_prof_free(p); return st; }
+    CUpti_Profiler_GetCounterAvailability_Params a;
+    memset(&a, 0, sizeof a);
+    a.structSize = CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE;
+    a.ctx = (CUcontext)kl_cuda_context();
+    CUptiResult r = c.Avail(&a);
+    if (r != CUPTI_SUCCESS) { kl_prof_free(p); return cupti_fail(err, r, "cuptiProfilerGetCounterAvailability"); }
+    avail = malloc(a.counterAvailabilityImageSize ? a.counterAvailabilityImageSize : 1);
+    if (!avail) { kl_prof_free(p); return kl_fail(err, KL_ENOMEM, 0, "out of memory"); }
+    a.pCounterAvailabilityImage = avail;
+    r = c.Avail(&a);
+    if (r != CUPTI_SUCCESS) { free(avail); kl_prof_free(p); return cupti_fail(err, r, "cuptiProfilerGetCounterAvailability"); }
+  }
+  ph_init hi = {PH_SIZE(ph_init, host), NULL, PH_RANGE_PROFILER, p->chip, avail, NULL};
+  CUptiResult r = c.HostInit(&hi);
+  free(avail);
+  if (r != CUPTI_SUCCESS) {
+    kl_prof_free(p);
+    return cupti_fail(err, r, "cuptiProfilerHostInitialize (chip name wrong?)");
+  }
+  p->host = hi.host;
+  for (int i = 0; i < n; i++) {
+    ph_props pr;
+    memset(&pr, 0, sizeof pr);
+    pr.size = PH_SIZE(ph_props, type);
+    pr.host = p->host;
+    pr.metric = p->names[i];
+    if (c.HostProps(&pr) != CUPTI_SUCCESS) {
+      int rs = kl_fail(err, KL_EINVAL, i, "unknown metric '%s' for chip %s (names as ncu spells them, "
+                       "e.g. dram__bytes_read.sum; `ncu --query-metrics` lists them)", p->names[i], p->chip);
+      kl_prof_free(p);
+      return rs;
+    }
+  }
+  ph_add add = {PH_SIZE(ph_add, n), NULL, p->host, p->names, (size_t)n};
+  r = c.HostAdd(&add);
+  if (r != CUPTI_SUCCESS) { kl_prof_free(p); return cupti_fail(err, r, "cuptiProfilerHostConfigAddMetrics"); }
+  ph_image_size is = {PH_SIZE(ph_image_size, image_size), NULL, p->host, 0};
+  r = c.HostImageSize(&is);
+  if (r != CUPTI_SUCCESS) { kl_prof_free(p); return cupti_fail(err, r, "cuptiProfilerHostGetConfigImageSize"); }
+  p->config_size = is.image_size;
+  p->config = malloc(p->config_size ? p->config_size : 1);
+  if (!p->config) { kl_prof_free(p); return kl_fail(err, KL_ENOMEM, 0, "out of memory"); }
+  ph_image im = {PH_SIZE(ph_image, image), NULL, p->host, p->config_size, p->config};
+  r = c.HostImage(&im);
+  if (r != CUPTI_SUCCESS) { kl_prof_free(p); return cupti_fail(err, r, "cuptiProfilerHostGetConfigImage"); }
+  ph_passes ps = {PH_SIZE(ph_passes, passes), NULL, p->config_size, p->config, 0};
+  r = c.HostPasses(&ps);
+  if (r != CUPTI_SUCCESS) { kl_prof_free(p); return cupti_fail(err, r, "cuptiProfilerHostGetNumOfPasses"); }
+  p->passes = ps.passes;
+  *out = p;
+  return KL_OK;
+}
+
+int kl_prof_passes(kl_prof *p) { return p ? (int)p->passes : 0; }
+
+int kl_prof_enable(kl_prof *p, int max_ranges, kl_err *err) {
+  int st = profiler_init(err);
+  if (st) return st;
+  if (p->rp) return kl_fail(err, KL_EINVAL, 0, "the range profiler is already enabled");
+  if (max_ranges < 1) max_ranges = 1;
+  p->max_ranges = max_ranges;
+  CUpti_RangeProfiler_Enable_Params e;
+  memset(&e, 0, sizeof e);
+  e.structSize = CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE;
+  e.ctx = (CUcontext)kl_cuda_context();
+  CP(c.RpEnable(&e), "cuptiRangeProfilerEnable");
+  p->rp = e.pRangeProfilerObject;
+  CUpti_RangeProfiler_GetCounterDataSize_Params ds;
+  memset(&ds, 0, sizeof ds);
+  ds.structSize = CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE;
+  ds.pRangeProfilerObject = p->rp;
+  ds.pMetricNames = p->names;
+  ds.numMetrics = (size_t)p->n;
+  ds.maxNumOfRanges = (size_t)max_ranges;
+  ds.maxNumRangeTreeNodes = (uint32_t)max_ranges;
+  CP(c.RpDataSize(&ds), "cuptiRangeProfilerGetCounterDataSize");
+  free(p->data);
+  p->data_size = ds.counterDataSize;
+  p->data = calloc(1, p->data_size ? p->data_size : 1);
+  if (!p->data) return kl_fail(err, KL_ENOMEM, 0, "out of memory");
+  CUpti_RangeProfiler_CounterDataImage_Initialize_Params di;
+  memset(&di, 0, sizeof di);
+  di.structSize = CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE;
+  di.pRangeProfilerObject = p->rp;
+  di.counterDataSize = p->data_size;
+  di.pCounterData = p->data;
+  CP(c.RpDataInit(&di), "cuptiRangeProfilerCounterDataImageInitialize");
+  CUpti_RangeProfiler_SetConfig_Params sc;
+  memset(&sc, 0, sizeof sc);
+  sc.structSize = CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE;
+  sc.pRangeProfilerObject = p->rp;
+  sc.configSize = p->config_size;
+  sc.pConfig = p->config;
+  sc.counterDataImageSize = p->data_size;
+  sc.pCounterDataImage = p->data;
+  sc.range = CUPTI_AutoRange;
+  sc.replayMode = CUPTI_KernelReplay;
+  sc.maxRangesPerPass = (size_t)max_ranges;
+  sc.numNestingLevels = 1;
+  sc.minNestingLevel = 1;
+  sc.passIndex = 0;
+  sc.targetNestingLevel = 1;
+  CP(c.RpSetConfig(&sc), "cuptiRangeProfilerSetConfig");
+  return KL_OK;
+}
+
+int kl_prof_start(kl_prof *p, kl_err *err) {
+  if (!p->rp) return kl_fail(err, KL_EINVAL, 0, "the range profiler is not enabled");
+  CUpti_RangeProfiler_Start_Params s;
+  memset(&s, 0, sizeof s);
+  s.structSize = CUpti_RangeProfiler_Start_Params_STRUCT_SIZE;
+  s.pRangeProfilerObject = p->rp;
+  CP(c.RpStart(&s), "cuptiRangeProfilerStart");
+  return KL_OK;
+}
+
+int kl_prof_stop(kl_prof *p, int *ranges, int *dropped, kl_err *err) {
+  *ranges = 0;
+  *dropped = 0;
+  if (!p->rp) return kl_fail(err, KL_EINVAL, 0, "the range profiler is not enabled");
+  CUpti_RangeProfiler_Stop_Params s;
+  memset(&s, 0, sizeof s);
+  s.structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE;
+  s.pRangeProfilerObject = p->rp;
+  CP(c.RpStop(&s), "cuptiRangeProfilerStop");
+  CUpti_RangeProfiler_DecodeData_Params dd;
+  memset(&dd, 0, sizeof dd);
+  dd.structSize = CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE;
+  dd.pRangeProfilerObject = p->rp;
+  CP(c.RpDecode(&dd), "cuptiRangeProfilerDecodeData");
+  CUpti_RangeProfiler_GetCounterDataInfo_Params gi;
+  memset(&gi, 0, sizeof gi);
+  gi.structSize = CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE;
+  gi.pCounterDataImage = p->data;
+  gi.counterDataImageSize = p->data_size;
+  CP(c.RpDataInfo(&gi), "cuptiRangeProfilerGetCounterDataInfo");
+  p->ranges = gi.numTotalRanges;
+  *ranges = (int)gi.numTotalRanges;
+  *dropped = (int)dd.numOfRangeDropped;
+  return KL_OK;
+}
+
+int kl_prof_values(kl_prof *p, int range, double *values, kl_err *err) {
+  if (range < 0 || (size_t)range >= p->ranges)
+    return kl_fail(err, KL_EINVAL, 0, "range %d does not exist (%zu profiled)", range, p->ranges);
+  ph_eval ev = {PH_SIZE(ph_eval, values), NULL, p->host, p->data, p->data_size, (size_t)range, p->names, (size_t)p->n, values};
+  CP(c.HostEval(&ev), "cuptiProfilerHostEvaluateToGpuValues");
+  return KL_OK;
+}
