@@ -19,6 +19,7 @@ extern const struct { const char *name; const unsigned char *data; size_t len; }
 
 static lua_State *globalL;
 static volatile sig_atomic_t sigint_count;
+static volatile sig_atomic_t sigint_held; /* count Ctrl-C, raise nothing (a run closing) */
 
 /* Ctrl-C: the hook raises a Lua error at the next instruction, so the running chunk
    unwinds through its pcall (strategy hooks finish cleanly, `done` still runs). Code
@@ -33,7 +34,7 @@ static void on_hook(lua_State *L, lua_Debug *ar) {
 static void on_sigint(int sig) {
   (void)sig;
   if (++sigint_count >= 2) signal(SIGINT, SIG_DFL); /* a second Ctrl-C ends kloop */
-  if (globalL) lua_sethook(globalL, on_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+  if (globalL && !sigint_held) lua_sethook(globalL, on_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
 }
 
 int kl_sigint_pending(void) { return (int)sigint_count; }
@@ -46,6 +47,14 @@ static int l_sigint_reset(lua_State *L) {
   lua_sethook(L, NULL, 0, 0);
   lua_pushinteger(L, had);
   return 1;
+}
+
+/* native.sigint_hold(on): while held, Ctrl-C is only counted (a second one still ends
+   kloop): a run that is closing (done hook, store, summary) finishes its bookkeeping. */
+static int l_sigint_hold(lua_State *L) {
+  sigint_held = lua_toboolean(L, 1);
+  if (sigint_held) lua_sethook(L, NULL, 0, 0);
+  return 0;
 }
 
 static int l_embedded(lua_State *L) {
@@ -159,6 +168,8 @@ int kl_lua_main(int argc, char **argv) {
   lua_setfield(L, -2, "embedded_list");
   lua_pushcfunction(L, l_sigint_reset);
   lua_setfield(L, -2, "sigint_reset");
+  lua_pushcfunction(L, l_sigint_hold);
+  lua_setfield(L, -2, "sigint_hold");
   lua_pushstring(L, lua_dir);
   lua_setfield(L, -2, "lua_dir");
   lua_pushstring(L, KLOOP_SOURCE_DIR);

@@ -103,6 +103,9 @@ function Ctx:evaluate(cand)
   local r = self.ev:evaluate(cand.source, { defines = cand.defines, name = cand.name,
     timing = { budget = self.opts.timing_budget } })
   self.busy = (self.busy or 0) + (C.kl_now() - t0)
+  -- Ctrl-C during the evaluation (served inside some pcall on the way): the result may
+  -- be the interruption's, not the candidate's; it is not recorded
+  if C.kl_sigint_pending() > 0 then error("interrupted", 0) end
   cand.result = r
   cand.id = #self.history + 1
   self.history[#self.history + 1] = cand
@@ -343,11 +346,11 @@ function M.run(strategy, path, args)
   end
   end, handler)
   if not okloop then ok, msg = false, lerr end
-  if C.kl_sigint_pending() > 0 then
-    -- served: clear the pending hook so it cannot fire again inside done or close
-    require("kloop.native").sigint_reset()
-    if ok then ok, msg = false, "interrupted" end
-  end
+  -- closing: from here a Ctrl-C is only counted (a second one still ends kloop), so the
+  -- done hook, the store and the summary are not cut short by a late interrupt
+  local native = require("kloop.native")
+  native.sigint_hold(true)
+  if C.kl_sigint_pending() > 0 and ok then ok, msg = false, "interrupted" end
   if not ok then
     if tostring(msg):find("interrupted", 1, true) then
       status, reason = "interrupted", "Ctrl-C"
@@ -360,6 +363,8 @@ function M.run(strategy, path, args)
   ctx.ev:close()
   if ctx.store then ctx.store:finish(ctx, status, reason) end
   M.summary(ctx, status, reason)
+  native.sigint_hold(false)
+  native.sigint_reset()
   if not okd then util.eprintf("kloop: %s\n", dmsg) end
   if status == "failed" then util.eprintf("kloop: %s\n", reason) return 1 end
   if status == "interrupted" then return 130 end
@@ -368,7 +373,12 @@ end
 
 function M.summary(ctx, status, reason)
   if not ctx.opts.quiet and C.kl_isatty(1) == 1 then io.stdout:write("\r\27[K") end
-  if #ctx.history == 0 then return end
+  if #ctx.history == 0 then
+    -- (a run that failed before its first evaluation has its error message instead)
+    if status ~= "interrupted" then return end
+    print(string.format("\nrun %s (%s) on %s: no candidate evaluated", status, tostring(reason or ""), ctx.task.name))
+    return
+  end
   local n = #ctx.history
   local dt = C.kl_now() - ctx.t0
   print(string.format("\nrun %s (%s) on %s: %d candidates in %.1f s (%.1f/min), seed %d",

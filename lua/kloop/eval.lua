@@ -142,7 +142,12 @@ function Evaluator:request(req, timeout_s)
   local reply = ffi.string(data[0], n[0])
   C.kl_free(data[0])
   local ok, tbl = pcall(cjson.decode, reply)
-  if not ok then self:kill() return nil, "error", "unreadable reply from the worker" end
+  if not ok then
+    -- a Ctrl-C served inside this pcall is not the worker's fault: pass it on
+    if C.kl_sigint_pending() > 0 then error("interrupted", 0) end
+    self:kill()
+    return nil, "error", "unreadable reply from the worker"
+  end
   return tbl
 end
 

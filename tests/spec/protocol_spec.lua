@@ -146,7 +146,7 @@ describe("kloop.protocol on the sim backend", function()
 
   it("compares two candidates interleaved, with a ratio and its CI", function()
     local fast = { cubin = module([[gemm = function(p) g.gemm(g.args(p)) end]]), plans = plans() }
-    local slow = { cubin = module([[gemm = function(p) for r = 1, 4 do g.gemm(g.args(p)) end end]]), plans = plans() }
+    local slow = { cubin = module([[gemm = function(p) for r = 1, 20 do g.gemm(g.args(p)) end end]]), plans = plans() }
     local r = protocol.compare(sim, { a = slow, b = fast, timing = { budget = 0.2, min_reps = 5, max_reps = 30 } })
     assert.are.equal("ok", r.a.verdict, r.a.reason)
     assert.are.equal("ok", r.b.verdict, r.b.reason)
@@ -167,5 +167,57 @@ describe("kloop.protocol on the sim backend", function()
     local r = evaluate([[other = function(p) end]])
     assert.are.equal("launch_error", r.verdict)
     assert.matches("gemm", r.reason)
+  end)
+
+  -- profiling: kernel activity around event-timed runs, metrics per kernel, then the
+  -- outputs checked again (kernel replay must leave them right)
+  local function profile(body, extra, nkernels)
+    local p = {}
+    for _, c in ipairs(SPEC.cases) do
+      p[c.label] = {}
+      for k = 1, nkernels or 1 do p[c.label][k] = { entry = "gemm" .. (k > 1 and k or ""), grid = { 1, 1, 1 }, block = { 1, 1, 1 }, smem = 0 } end
+    end
+    local req = { cubin = module(body), plans = p, metrics = { "gpu__time_duration.sum", "sim__count.sum" }, reps = 3 }
+    for k, v in pairs(extra or {}) do req[k] = v end
+    return protocol.profile(sim, req)
+  end
+
+  it("profiles a two-kernel plan: activity per timed run, metrics per kernel", function()
+    local r = profile([[gemm = function(p) g.gemm(g.args(p)) end, gemm2 = function(p) end]], nil, 2)
+    assert.are.equal("ok", r.verdict, r.reason)
+    assert.are.equal(3, #r.activity.reps)  -- the warm-up run is not counted
+    assert.are.equal(2, r.activity.plan_kernels)
+    for _, rep in ipairs(r.activity.reps) do
+      assert.are.equal(2, rep.kernels)
+      assert.is_true(rep.kernel_ms > 0 and rep.event_ms > 0)
+    end
+    assert.are.equal(2, #r.per_kernel)
+    assert.are.equal(2, r.per_kernel[2]["sim__count.sum"])
+    assert.are.equal(2, r.passes)
+    assert.are.same({ "gemm", "gemm2" }, { r.launches[1].entry, r.launches[2].entry })
+    assert.is_nil(r.profile_warning)
+  end)
+
+  it("does not profile a kernel that fails verification", function()
+    local r = profile([[gemm = function(p) end]])
+    assert.are.equal("unwritten", r.verdict)
+    assert.is_nil(r.per_kernel)
+  end)
+
+  it("skips verification only when told the binary was just verified", function()
+    local r = profile([[gemm = function(p) end]], { verified = true })
+    assert.are.equal("ok", r.verdict)
+    -- ... and still notices outputs that are wrong after the profiled launch
+    assert.matches("never written", r.profile_warning)
+  end)
+
+  it("carries on without counters where profiling is not permitted", function()
+    sim.no_counters = true
+    local r = profile([[gemm = function(p) g.gemm(g.args(p)) end]])
+    sim.no_counters = nil
+    assert.are.equal("ok", r.verdict)
+    assert.is_true(r.no_counters)
+    assert.matches("not permitted", r.metrics_error)
+    assert.are.equal(3, #r.activity.reps)
   end)
 end)
