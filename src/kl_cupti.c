@@ -45,7 +45,6 @@ static struct {
   CUptiResult (*ActDropped)(CUcontext, uint32_t, size_t *);
   CUptiResult (*ProfInit)(CUpti_Profiler_Initialize_Params *);
   CUptiResult (*ChipName)(CUpti_Device_GetChipName_Params *);
-  CUptiResult (*Avail)(CUpti_Profiler_GetCounterAvailability_Params *);
   CUptiResult (*HostInit)(ph_init *);
   CUptiResult (*HostDeinit)(ph_deinit *);
   CUptiResult (*HostProps)(ph_props *);
@@ -114,7 +113,6 @@ int kl_cupti_load(kl_err *err) {
     {(void **)&c.ActDropped, "cuptiActivityGetNumDroppedRecords"},
     {(void **)&c.ProfInit, "cuptiProfilerInitialize"},
     {(void **)&c.ChipName, "cuptiDeviceGetChipName"},
-    {(void **)&c.Avail, "cuptiProfilerGetCounterAvailability"},
     {(void **)&c.HostInit, "cuptiProfilerHostInitialize"},
     {(void **)&c.HostDeinit, "cuptiProfilerHostDeinitialize"},
     {(void **)&c.HostProps, "cuptiProfilerHostGetMetricProperties"},
@@ -281,8 +279,7 @@ void kl_prof_free(kl_prof *p) {
   free(p);
 }
 
-int kl_prof_new(const char *chip, int with_device, const char *const *metrics, int n, kl_prof **out,
-                kl_err *err) {
+int kl_prof_new(const char *chip, const char *const *metrics, int n, kl_prof **out, kl_err *err) {
   *out = NULL;
   int st = kl_cupti_load(err);
   if (st) return st;
@@ -295,26 +292,12 @@ int kl_prof_new(const char *chip, int with_device, const char *const *metrics, i
     p->names[i] = strdup(metrics[i]);
     p->n = i + 1;
   }
-  uint8_t *avail = NULL;
+  /* No counter availability image: reading it (cuptiProfilerGetCounterAvailability) and
+     passing it to cuptiProfilerHostInitialize crashed the process inside CUPTI 13.0 on
+     an H200 (seen 2026-11-30); the chip name is enough for the chips CUPTI knows. */
   snprintf(p->chip, sizeof p->chip, "%s", chip ? chip : "");
-  if (with_device) {
-    /* the counters this context may read: lets CUPTI schedule for this very GPU */
-    if ((st = profiler_init(err))) { kl_prof_free(p); return st; }
-    CUpti_Profiler_GetCounterAvailability_Params a;
-    memset(&a, 0, sizeof a);
-    a.structSize = CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE;
-    a.ctx = (CUcontext)kl_cuda_context();
-    CUptiResult r = c.Avail(&a);
-    if (r != CUPTI_SUCCESS) { kl_prof_free(p); return cupti_fail(err, r, "cuptiProfilerGetCounterAvailability"); }
-    avail = malloc(a.counterAvailabilityImageSize ? a.counterAvailabilityImageSize : 1);
-    if (!avail) { kl_prof_free(p); return kl_fail(err, KL_ENOMEM, 0, "out of memory"); }
-    a.pCounterAvailabilityImage = avail;
-    r = c.Avail(&a);
-    if (r != CUPTI_SUCCESS) { free(avail); kl_prof_free(p); return cupti_fail(err, r, "cuptiProfilerGetCounterAvailability"); }
-  }
-  ph_init hi = {PH_SIZE(ph_init, host), NULL, PH_RANGE_PROFILER, p->chip, avail, NULL};
+  ph_init hi = {PH_SIZE(ph_init, host), NULL, PH_RANGE_PROFILER, p->chip, NULL, NULL};
   CUptiResult r = c.HostInit(&hi);
-  free(avail);
   if (r != CUPTI_SUCCESS) {
     kl_prof_free(p);
     return cupti_fail(err, r, "cuptiProfilerHostInitialize (chip name wrong?)");

@@ -137,13 +137,12 @@ int kl_activity_start(kl_err *err);
 /* Flushes and stops; copies up to max records, *n = records seen (may exceed max). */
 int kl_activity_stop(kl_kernel_rec *recs, int max, int *n, int *dropped, kl_err *err);
 /* Hardware metrics (Profiler Host + Range Profiler: one range per kernel, kernel
-   replay). kl_prof_new checks every metric name and builds the config image; with
-   with_device = 0 it needs no GPU (chip e.g. "GH100"), with 1 it uses the current
-   context's counter availability (chip from kl_prof_chip). KL_ENOPERM: no counters. */
+   replay). kl_prof_new checks every metric name for a chip (e.g. "GH100", from
+   kl_prof_chip) and builds the config image; it needs no GPU. The rest works on the
+   current context. KL_ENOPERM: no access to the counters here. */
 typedef struct kl_prof kl_prof;
 int kl_prof_chip(int device, char *buf, size_t n, kl_err *err);
-int kl_prof_new(const char *chip, int with_device, const char *const *metrics, int n, kl_prof **p,
-                kl_err *err);
+int kl_prof_new(const char *chip, const char *const *metrics, int n, kl_prof **p, kl_err *err);
 int kl_prof_passes(kl_prof *p);      /* replay passes the metrics need */
 int kl_prof_enable(kl_prof *p, int max_ranges, kl_err *err); /* on the current context */
 int kl_prof_start(kl_prof *p, kl_err *err);

@@ -198,7 +198,7 @@ function M.profile_metrics(names, run, max_kernels)
   if C.kl_prof_chip(M.device or 0, chip, 64, e) ~= 0 then return fail() end
   local arr = ffi.new("const char*[?]", #names, names)
   local pp = ffi.new("kl_prof*[1]")
-  if C.kl_prof_new(chip, 1, arr, #names, pp, e) ~= 0 then return fail() end
+  if C.kl_prof_new(chip, arr, #names, pp, e) ~= 0 then return fail() end
   local prof = pp[0]
   local function done(...) C.kl_prof_free(prof) return ... end
   if C.kl_prof_enable(prof, max_kernels, e) ~= 0 then return done(fail()) end

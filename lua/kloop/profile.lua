@@ -15,7 +15,7 @@ M.DEFAULT = {
   "lts__t_sector_hit_rate.pct",
   "l1tex__t_sector_hit_rate.pct",
   "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
-  "sm__cycles_elapsed.avg.per_second",
+  "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
 }
 -- Counters behind the hints (coalescing, bank conflicts); collected in the same passes.
 M.SUPPORT = {
@@ -35,6 +35,7 @@ M.LABELS = {
   ["lts__t_sector_hit_rate.pct"] = "L2 hit rate",
   ["l1tex__t_sector_hit_rate.pct"] = "L1 hit rate",
   ["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"] = "tensor pipes active",
+  ["gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"] = "memory pipelines (L1, L2, DRAM: the busiest)",
   ["sm__cycles_elapsed.avg.per_second"] = "SM clock",
 }
 
@@ -270,15 +271,20 @@ function M.summarize(p)
   end
   local smt, dmt = met["sm__throughput.avg.pct_of_peak_sustained_elapsed"], met["dram__throughput.avg.pct_of_peak_sustained_elapsed"]
   local tensor = met["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"]
+  local mt = met["gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"]
   if s.bound == "memory" and dmt and dmt > 80 then
     hint("memory_roofline", string.format("DRAM is %.0f%% busy: the kernel is at the memory roofline; only moving "
       .. "fewer bytes helps (fusion, smaller types, better reuse)", dmt))
   elseif s.bound == "compute" and smt and smt > 60 and (tensor or 0) < 1 then
     hint("compute_roofline", string.format("the SMs are %.0f%% busy and the tensor pipes idle: near the CUDA-core "
       .. "limit; only fewer instructions per FLOP or tensor-core MMA (if the tolerance allows) raise the rate", smt))
-  elseif smt and dmt and smt < 30 and dmt < 30 then
-    hint("latency", string.format("neither the SMs (%.0f%%) nor DRAM (%.0f%%) is busy: latency-bound; give each "
-      .. "thread more independent work (ILP), keep more warps resident, or synchronize less", smt, dmt))
+  elseif mt and mt > 60 and (dmt or 0) < 0.5 * mt then
+    hint("memory_pipeline", string.format("the on-chip memory pipelines (L1/L2) are %.0f%% busy while DRAM is at %.0f%% "
+      .. "and the SMs at %.0f%%: load/store traffic limits the kernel; coalesce accesses, load wider (float4) and "
+      .. "reuse data from registers", mt, dmt or 0, smt or 0))
+  elseif smt and dmt and smt < 30 and dmt < 30 and (mt or 0) < 30 then
+    hint("latency", string.format("neither the SMs (%.0f%%) nor memory (%.0f%%) is busy: latency-bound; give each "
+      .. "thread more independent work (ILP), keep more warps resident, or synchronize less", smt, math.max(dmt, mt or 0)))
   end
   if s.activity then
     if s.activity.kernels ~= s.activity.plan_kernels then
@@ -331,6 +337,7 @@ function M.prompt_text(s)
   local function add(label, v) if v then c[#c + 1] = label .. " " .. v end end
   add("SM throughput", met["sm__throughput.avg.pct_of_peak_sustained_elapsed"] and pct(met["sm__throughput.avg.pct_of_peak_sustained_elapsed"]))
   add("DRAM throughput", met["dram__throughput.avg.pct_of_peak_sustained_elapsed"] and pct(met["dram__throughput.avg.pct_of_peak_sustained_elapsed"]))
+  add("memory pipelines", met["gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"] and pct(met["gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"]))
   add("achieved occupancy", s.occupancy and s.occupancy.achieved and pct(s.occupancy.achieved))
   add("theoretical occupancy", s.occupancy and s.occupancy.theoretical and pct(s.occupancy.theoretical))
   add("L2 hit", met["lts__t_sector_hit_rate.pct"] and pct(met["lts__t_sector_hit_rate.pct"]))

@@ -23,7 +23,8 @@ the metrics and plain-language hints.
 --metrics a,b,c collects just those (names as ncu spells them, e.g.
 dram__bytes_read.sum); --metrics +a,b adds them to the defaults:
 ]] .. "  " .. table.concat(prof.DEFAULT, "\n  ") .. "\n" .. [[
-and, for the hints, ]] .. table.concat(prof.SUPPORT, ", ") .. [[.
+and, for the hints:
+]] .. "  " .. table.concat(prof.SUPPORT, "\n  ") .. "\n" .. [[
 Where the GPU's counters cannot be read, says so and prints the rest.
 Exit: 0 profiled, 3 the kernel failed verification, 1 error, 2 bad usage.
 ]]

@@ -486,17 +486,18 @@ function M.profile(be, req)
   end
   local timing = req.timing or {}
   if be.activity_start then
+    -- one warm-up run first: the first launch after enabling activity pays for it
     local reps = {}
-    for r = 1, req.reps or 3 do
+    for r = 0, req.reps or 3 do
       local ok, msg, _, noperm = be.activity_start()
       if not ok then out.activity_error, out.no_counters = msg, noperm or nil break end
-      local ms, tv, fatal = timed_rep(be, spec, case, kernels, params, (r - 1) % spec.nsets + 1, timing.flush)
+      local ms, tv, fatal = timed_rep(be, spec, case, kernels, params, r % spec.nsets + 1, timing.flush)
       local recs, dropped = be.activity_stop()
       if not ms then be.unload(cand.mod) return fail_with(cand, tv, fatal) end
       if not recs then out.activity_error = dropped break end
       local sum = 0
       for _, k in ipairs(recs) do sum = sum + k.ms end
-      reps[r] = { event_ms = ms, kernel_ms = sum, kernels = #recs, dropped = dropped }
+      if r > 0 then reps[r] = { event_ms = ms, kernel_ms = sum, kernels = #recs, dropped = dropped } end
       if r == 1 then
         out.activity_kernels = {}
         for i, k in ipairs(recs) do out.activity_kernels[i] = { name = k.name, ms = k.ms, grid = k.grid, block = k.block } end

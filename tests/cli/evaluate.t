@@ -54,6 +54,33 @@ Without a GPU, check says so plainly and exits non-zero:
   $ kloop check --help | head -1
   usage: kloop check TARGET [--candidate FILE] [--params K=V,...] [--json]
 
+profile needs a GPU too; its usage errors come first, naming what is wrong:
+
+  $ kloop profile kernels/gemm.cu 2>&1 | sed 's/(no NVIDIA driver.*); /(DRIVER); /'
+  kloop profile: no GPU here (DRIVER); `kloop compile kernels/gemm.cu` works without one
+  $ kloop profile kernels/gemm.cu 2>/dev/null; echo "exit $?"
+  exit 1
+  $ kloop profile kernels/gemm.cu --metrics 'dram__bytes_read.sum,bogus' 2>&1; echo "exit $?"
+  kloop profile: --metrics: 'bogus' is not a metric name (names look like dram__bytes_read.sum)
+  exit 2
+  $ kloop profile 2>&1 | head -1; kloop profile >/dev/null 2>&1; echo "exit $?"
+  kloop profile: give one TARGET
+  exit 2
+  $ kloop profile examples/cpu/sgemm.c 2>&1; echo "exit $?"
+  kloop profile: examples/cpu/sgemm.c is a host task; profiling needs a CUDA task (kloop check works for both)
+  exit 1
+  $ kloop profile --help | grep -c '^  [a-z0-9_]*__[a-z0-9_.]*$'
+  14
+
+A strategy's --profile and --metrics options are checked before anything runs:
+
+  $ kloop greedy examples/cpu/sgemm.c --profile sometimes 2>&1; echo "exit $?"
+  kloop: --profile sometimes: give best, all or none
+  exit 2
+  $ kloop greedy examples/cpu/sgemm.c --metrics 'x y' 2>&1; echo "exit $?"
+  kloop: --metrics: 'x y' is not a metric name (names look like dram__bytes_read.sum)
+  exit 2
+
 Ctrl-C (SIGINT) ends a running chunk with an error, exit 1:
 
   $ timeout -s INT 1 "$KLOOP" -e 'jit.off() while true do end' 2>&1 | head -1

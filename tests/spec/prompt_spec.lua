@@ -72,6 +72,17 @@ describe("prompt templates", function()
     assert.truthy(m:find("40 registers/thread", 1, true))
     assert.truthy(m:find("Best so far: wrong", 1, true))
     assert.truthy(m:find("TFLOP/s", 1, true))
+    -- no profile yet: no profile section
+    assert.is_nil(m:find("Profile of the current kernel", 1, true))
+    -- a profiled parent: the roofline line, counters and hints reach the model
+    parent.result.profile = require("kloop.profile").summarize({ time_ms = 275.8,
+      cost = { flops = 2 * 4096 ^ 3, bytes = 4 * 3 * 4096 ^ 2 }, peaks = { flops = 52e12, bytes = 4.18e12 },
+      peaks_source = "measured", metrics = { ["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"] = 33,
+        ["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"] = 2 } })
+    local pm = assert(prompt.messages(prompt.load("optimize"), prompt.context({ task = task, gpu = GPU, parent = parent })))[2].content
+    assert.truthy(pm:find("Profile of the current kernel", 1, true))
+    assert.truthy(pm:find("- compute-bound by the cost model (683 FLOP/B", 1, true))
+    assert.truthy(pm:find("16.5 sectors per request", 1, true))
     local fc = assert(prompt.messages(prompt.load("fix_compile"), full))[2].content
     assert.truthy(fc:find('identifier "x" is undefined', 1, true))
   end)

@@ -114,6 +114,26 @@ describe("kloop.store", function()
     db:close()
   end)
 
+  it("attaches a profile to a recorded evaluation, and reads it back", function()
+    local db = assert(store.open(fresh_path()))
+    local run = assert(db:begin_run(RUN))
+    local id = assert(db:add_candidate(run, { source = "k", proposer = "user" }))
+    local eid = assert(db:add_evaluation(id, { verdict = "ok", time_ms = 2 }))
+    assert.is_nil(db:evaluations(id)[1].profile)
+    local summary = { bound = "memory", frac = 0.81, hints = { { kind = "reuse", text = "reuse it" } },
+      metrics = { ["dram__bytes_read.sum"] = 536870912 } }
+    assert(db:set_profile(eid, summary))
+    local e = db:evaluations(id)[1]
+    assert.are.equal("memory", e.profile.bound)
+    assert.are.equal(536870912, e.profile.metrics["dram__bytes_read.sum"])
+    assert.are.equal("reuse it", e.profile.hints[1].text)
+    local ok, err = db:set_profile(eid + 100, summary)
+    assert.is_nil(ok)
+    assert.matches("no evaluation", err)
+    assert.has_error(function() db:set_profile(eid, "text") end)
+    db:close()
+  end)
+
   it("fills kloop version, host, pid and start time when not given", function()
     local db = assert(store.open(fresh_path()))
     local r = assert(db:run(assert(db:begin_run { task_name = "t" })))

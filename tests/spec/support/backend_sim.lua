@@ -25,6 +25,39 @@ end
 -- enters the sandbox, is not used here).
 local host = require("kloop.backend_host")
 M.alloc, M.free, M.h2d, M.d2h, M.d2d, M.fill32 = host.alloc, host.free, host.h2d, host.d2h, host.d2d, host.fill32
+-- Kernel activity and metrics, simulated: every launch while activity is on leaves a
+-- record; profile_metrics runs the launches once per "pass" and reports per kernel.
+-- M.no_counters makes profiling refuse like a GPU without counter access;
+-- M.profile_hook(pass) runs between passes (a test may corrupt memory there).
+local records
+function M.activity_start() records = {} return true end
+function M.activity_stop()
+  local r = records or {}
+  records = nil
+  return r, 0
+end
+function M.profile_metrics(names, run, max_kernels)
+  if M.no_counters then return nil, "profiling not permitted (simulated)", false, true end
+  local per, passes = nil, 2
+  for pass = 1, passes do
+    local before = M.launches
+    records = {}
+    local ok, msg, fatal = run()
+    if not ok then records = nil return nil, msg, fatal end
+    local recs = records
+    records = nil
+    if M.profile_hook then M.profile_hook(pass) end
+    if pass == 1 then
+      per = {}
+      for k = 1, math.min(M.launches - before, max_kernels) do
+        local v = {}
+        for _, n in ipairs(names) do v[n] = n == "gpu__time_duration.sum" and recs[k].ms * 1e6 or k end
+        per[k] = v
+      end
+    end
+  end
+  return { per_kernel = per, passes = passes, chip = "SIM", dropped = 0 }
+end
 function M.launch(fn, grid, block, smem, params)
   if M.fail_next then
     local f = M.fail_next
@@ -35,7 +68,9 @@ function M.launch(fn, grid, block, smem, params)
   -- A full collection before every launch: parameter slots that are not anchored to
   -- their array would be freed here, and the kernel would read garbage.
   if not M.timing then collectgarbage("collect") end
+  local c0 = os.clock()
   fn(params, grid, block)
+  if records then records[#records + 1] = { name = "k" .. #records, ms = (os.clock() - c0) * 1e3 + 1e-4 } end
   return true
 end
 function M.sync() return true end
