@@ -202,20 +202,31 @@ int kl_activity_start(kl_err *err) {
   return KL_OK;
 }
 
-int kl_activity_stop(kl_kernel_rec *recs, int max, int *n, int *dropped, kl_err *err) {
+int kl_activity_take(kl_kernel_rec *recs, int max, int *n, int *dropped, kl_err *err) {
+  *n = 0;
+  *dropped = 0;
   if (!act_on) return kl_fail(err, KL_EINVAL, 0, "kernel activity was not started");
-  act_on = 0;
-  CUptiResult r1 = c.ActFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  CUptiResult r2 = c.ActDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  CUptiResult r = c.ActFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   pthread_mutex_lock(&act_mu);
   int have = act_n < ACT_MAX ? act_n : ACT_MAX;
   int copy = have < max ? have : max;
   if (copy > 0) memcpy(recs, act_recs, (size_t)copy * sizeof *recs);
   *n = act_n;
   *dropped = (int)act_dropped + (act_n > ACT_MAX ? act_n - ACT_MAX : 0);
+  act_n = 0;
+  act_dropped = 0;
   pthread_mutex_unlock(&act_mu);
-  if (r1 != CUPTI_SUCCESS) return cupti_fail(err, r1, "cuptiActivityFlushAll");
-  if (r2 != CUPTI_SUCCESS) return cupti_fail(err, r2, "cuptiActivityDisable");
+  if (r != CUPTI_SUCCESS) return cupti_fail(err, r, "cuptiActivityFlushAll");
+  return KL_OK;
+}
+
+int kl_activity_stop(kl_kernel_rec *recs, int max, int *n, int *dropped, kl_err *err) {
+  int st = kl_activity_take(recs, max, n, dropped, err);
+  if (!act_on) return st;
+  act_on = 0;
+  CUptiResult r = c.ActDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (st) return st;
+  if (r != CUPTI_SUCCESS) return cupti_fail(err, r, "cuptiActivityDisable");
   return KL_OK;
 }
 
@@ -234,6 +245,9 @@ struct kl_prof {
   size_t data_size;
   size_t ranges;
   int max_ranges;
+  int user_replay;
+  size_t next_pass;          /* from the last stop, for the next pass's configuration */
+  uint16_t next_level;
 };
 
 static int profiler_initialized;
@@ -338,12 +352,33 @@ int kl_prof_new(const char *chip, const char *const *metrics, int n, kl_prof **o
 
 int kl_prof_passes(kl_prof *p) { return p ? (int)p->passes : 0; }
 
-int kl_prof_enable(kl_prof *p, int max_ranges, kl_err *err) {
+static int set_config(kl_prof *p, kl_err *err) {
+  CUpti_RangeProfiler_SetConfig_Params sc;
+  memset(&sc, 0, sizeof sc);
+  sc.structSize = CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE;
+  sc.pRangeProfilerObject = p->rp;
+  sc.configSize = p->config_size;
+  sc.pConfig = p->config;
+  sc.counterDataImageSize = p->data_size;
+  sc.pCounterDataImage = p->data;
+  sc.range = CUPTI_AutoRange;
+  sc.replayMode = p->user_replay ? CUPTI_UserReplay : CUPTI_KernelReplay;
+  sc.maxRangesPerPass = (size_t)p->max_ranges;
+  sc.numNestingLevels = 1;
+  sc.minNestingLevel = 1;
+  sc.passIndex = p->next_pass;
+  sc.targetNestingLevel = p->next_level;
+  CP(c.RpSetConfig(&sc), "cuptiRangeProfilerSetConfig");
+  return KL_OK;
+}
+
+int kl_prof_enable(kl_prof *p, int max_ranges, int user_replay, kl_err *err) {
   int st = profiler_init(err);
   if (st) return st;
   if (p->rp) return kl_fail(err, KL_EINVAL, 0, "the range profiler is already enabled");
   if (max_ranges < 1) max_ranges = 1;
   p->max_ranges = max_ranges;
+  p->user_replay = user_replay != 0;
   CUpti_RangeProfiler_Enable_Params e;
   memset(&e, 0, sizeof e);
   e.structSize = CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE;
@@ -370,23 +405,9 @@ int kl_prof_enable(kl_prof *p, int max_ranges, kl_err *err) {
   di.counterDataSize = p->data_size;
   di.pCounterData = p->data;
   CP(c.RpDataInit(&di), "cuptiRangeProfilerCounterDataImageInitialize");
-  CUpti_RangeProfiler_SetConfig_Params sc;
-  memset(&sc, 0, sizeof sc);
-  sc.structSize = CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE;
-  sc.pRangeProfilerObject = p->rp;
-  sc.configSize = p->config_size;
-  sc.pConfig = p->config;
-  sc.counterDataImageSize = p->data_size;
-  sc.pCounterDataImage = p->data;
-  sc.range = CUPTI_AutoRange;
-  sc.replayMode = CUPTI_KernelReplay;
-  sc.maxRangesPerPass = (size_t)max_ranges;
-  sc.numNestingLevels = 1;
-  sc.minNestingLevel = 1;
-  sc.passIndex = 0;
-  sc.targetNestingLevel = 1;
-  CP(c.RpSetConfig(&sc), "cuptiRangeProfilerSetConfig");
-  return KL_OK;
+  p->next_pass = 0;
+  p->next_level = 1;
+  return set_config(p, err);
 }
 
 int kl_prof_start(kl_prof *p, kl_err *err) {
@@ -399,15 +420,29 @@ int kl_prof_start(kl_prof *p, kl_err *err) {
   return KL_OK;
 }
 
-int kl_prof_stop(kl_prof *p, int *ranges, int *dropped, kl_err *err) {
-  *ranges = 0;
-  *dropped = 0;
+int kl_prof_stop(kl_prof *p, int *all_passes, kl_err *err) {
+  *all_passes = 0;
   if (!p->rp) return kl_fail(err, KL_EINVAL, 0, "the range profiler is not enabled");
   CUpti_RangeProfiler_Stop_Params s;
   memset(&s, 0, sizeof s);
   s.structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE;
   s.pRangeProfilerObject = p->rp;
   CP(c.RpStop(&s), "cuptiRangeProfilerStop");
+  *all_passes = s.isAllPassSubmitted != 0;
+  p->next_pass = s.passIndex;
+  p->next_level = (uint16_t)s.targetNestingLevel;
+  return KL_OK;
+}
+
+int kl_prof_reconfigure(kl_prof *p, kl_err *err) {
+  if (!p->rp) return kl_fail(err, KL_EINVAL, 0, "the range profiler is not enabled");
+  return set_config(p, err);
+}
+
+int kl_prof_decode(kl_prof *p, int *ranges, int *dropped, kl_err *err) {
+  *ranges = 0;
+  *dropped = 0;
+  if (!p->rp) return kl_fail(err, KL_EINVAL, 0, "the range profiler is not enabled");
   CUpti_RangeProfiler_DecodeData_Params dd;
   memset(&dd, 0, sizeof dd);
   dd.structSize = CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE;

@@ -134,7 +134,9 @@ typedef struct kl_kernel_rec {
   char name[128];
 } kl_kernel_rec;
 int kl_activity_start(kl_err *err);
-/* Flushes and stops; copies up to max records, *n = records seen (may exceed max). */
+/* The records since start or the last take: copies up to max, *n = records seen (may
+   exceed max); take keeps recording, stop ends it. */
+int kl_activity_take(kl_kernel_rec *recs, int max, int *n, int *dropped, kl_err *err);
 int kl_activity_stop(kl_kernel_rec *recs, int max, int *n, int *dropped, kl_err *err);
 /* Hardware metrics (Profiler Host + Range Profiler: one range per kernel, kernel
    replay). kl_prof_new checks every metric name for a chip (e.g. "GH100", from
@@ -144,9 +146,15 @@ typedef struct kl_prof kl_prof;
 int kl_prof_chip(int device, char *buf, size_t n, kl_err *err);
 int kl_prof_new(const char *chip, const char *const *metrics, int n, kl_prof **p, kl_err *err);
 int kl_prof_passes(kl_prof *p);      /* replay passes the metrics need */
-int kl_prof_enable(kl_prof *p, int max_ranges, kl_err *err); /* on the current context */
+/* On the current context. user_replay = 0: CUPTI replays each kernel per pass itself
+   (saving and restoring memory); 1: the caller runs start, launches, stop once per
+   pass until stop reports every pass submitted (kl_prof_reconfigure between passes
+   when start refuses), so it prepares the memory and caches before each pass. */
+int kl_prof_enable(kl_prof *p, int max_ranges, int user_replay, kl_err *err);
 int kl_prof_start(kl_prof *p, kl_err *err);
-int kl_prof_stop(kl_prof *p, int *ranges, int *dropped, kl_err *err); /* stop and decode */
+int kl_prof_stop(kl_prof *p, int *all_passes, kl_err *err);
+int kl_prof_reconfigure(kl_prof *p, kl_err *err);
+int kl_prof_decode(kl_prof *p, int *ranges, int *dropped, kl_err *err);
 int kl_prof_values(kl_prof *p, int range, double *values, kl_err *err); /* one per metric */
 void kl_prof_free(kl_prof *p);       /* disables the profiler too */
 /* NVRTC, opened with dlopen. */

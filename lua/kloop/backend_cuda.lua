@@ -163,19 +163,19 @@ function M.sample()
     throttle = tonumber(s.throttle) }
 end
 
--- Kernel activity (CUPTI): start before a run, stop after it. stop returns the kernel
--- records {name, ms, grid, block} and how many were dropped.
+-- Kernel activity (CUPTI): start, then take the kernel records {name, ms, grid, block}
+-- of what ran since (and how many were dropped).
 function M.activity_start()
   local e = ffi.new("kl_err")
   if C.kl_activity_start(e) ~= 0 then return nil, ffi.string(e.msg), false, e.status == C.KL_ENOPERM end
   return true
 end
 
-function M.activity_stop()
+local function activity_records(fn)
   local e = ffi.new("kl_err")
   local max = 1024
   local recs, n, dropped = ffi.new("kl_kernel_rec[?]", max), ffi.new("int[1]"), ffi.new("int[1]")
-  if C.kl_activity_stop(recs, max, n, dropped, e) ~= 0 then return nil, ffi.string(e.msg) end
+  if fn(recs, max, n, dropped, e) ~= 0 then return nil, ffi.string(e.msg) end
   local out = {}
   for i = 0, math.min(n[0], max) - 1 do
     local r = recs[i]
@@ -186,42 +186,100 @@ function M.activity_stop()
   return out, n[0] + dropped[0] - #out
 end
 
--- Hardware metrics for the kernels `run` launches (one range per kernel, kernel
--- replay). Returns {per_kernel = {{metric -> value}}, passes, chip, dropped}, or nil,
--- message, fatal, no_counters (profiling not permitted or not supported here).
-function M.profile_metrics(names, run, max_kernels)
+-- Records since the start or the last take (recording goes on); stop ends recording.
+function M.activity_take() return activity_records(C.kl_activity_take) end
+function M.activity_stop() return activity_records(C.kl_activity_stop) end
+
+-- Hardware metrics for the kernels `run` launches, one range per kernel. User replay
+-- first: `prepare` (inputs copied in, outputs poisoned, L2 flushed) runs before every
+-- pass, so each pass starts from the state the timing gives a kernel; where CUPTI
+-- refuses that, kernel replay (CUPTI saves and restores memory itself). Returns
+-- {per_kernel = {{metric -> value}}, passes, chip, dropped, replay}, or nil, message,
+-- fatal, no_counters (profiling not permitted or not supported here).
+function M.profile_metrics(names, run, max_kernels, prepare)
   local e = ffi.new("kl_err")
-  local function fail(extra)
-    return nil, ffi.string(e.msg) .. (extra or ""), false, e.status == C.KL_ENOPERM
+  local function fail()
+    return nil, ffi.string(e.msg), false, e.status == C.KL_ENOPERM
   end
   local chip = ffi.new("char[64]")
   if C.kl_prof_chip(M.device or 0, chip, 64, e) ~= 0 then return fail() end
   local arr = ffi.new("const char*[?]", #names, names)
-  local pp = ffi.new("kl_prof*[1]")
-  if C.kl_prof_new(chip, arr, #names, pp, e) ~= 0 then return fail() end
-  local prof = pp[0]
-  local function done(...) C.kl_prof_free(prof) return ... end
-  if C.kl_prof_enable(prof, max_kernels, e) ~= 0 then return done(fail()) end
-  if C.kl_prof_start(prof, e) ~= 0 then return done(fail()) end
-  local ok, msg, fatal = run()
-  if ok then ok, msg, fatal = M.sync() end
-  local ranges, dropped = ffi.new("int[1]"), ffi.new("int[1]")
-  local st = C.kl_prof_stop(prof, ranges, dropped, e)
-  if not ok then return done(nil, msg, fatal) end
-  if st ~= 0 then return done(fail()) end
-  local per = {}
-  local vals = ffi.new("double[?]", #names)
-  for r = 0, ranges[0] - 1 do
-    if C.kl_prof_values(prof, r, vals, e) ~= 0 then return done(fail()) end
-    local k = {}
-    for i, n in ipairs(names) do k[n] = vals[i - 1] end
-    per[#per + 1] = k
+  local function attempt(user)
+    local pp = ffi.new("kl_prof*[1]")
+    if C.kl_prof_new(chip, arr, #names, pp, e) ~= 0 then return fail() end
+    local prof = pp[0]
+    local function done(...) C.kl_prof_free(prof) return ... end
+    if C.kl_prof_enable(prof, max_kernels, user and 1 or 0, e) ~= 0 then return done(fail()) end
+    local need = C.kl_prof_passes(prof)
+    local all = ffi.new("int[1]")
+    local pass = 0
+    repeat
+      pass = pass + 1
+      if pass > need + 2 then
+        return done(nil, string.format("user replay: %d passes run, CUPTI asked for %d and wants more", pass - 1, need))
+      end
+      if prepare then
+        local ok, msg, fatal = prepare()
+        if not ok then return done(nil, msg, fatal) end
+      end
+      if C.kl_prof_start(prof, e) ~= 0 then
+        -- a later pass may need its configuration again (pass index from the last stop)
+        if pass == 1 or C.kl_prof_reconfigure(prof, e) ~= 0 or C.kl_prof_start(prof, e) ~= 0 then return done(fail()) end
+      end
+      local ok, msg, fatal = run()
+      if ok then ok, msg, fatal = M.sync() end
+      local st = C.kl_prof_stop(prof, all, e)
+      if not ok then return done(nil, msg, fatal) end
+      if st ~= 0 then return done(fail()) end
+    until not user or all[0] == 1
+    local ranges, dropped = ffi.new("int[1]"), ffi.new("int[1]")
+    if C.kl_prof_decode(prof, ranges, dropped, e) ~= 0 then return done(fail()) end
+    local per = {}
+    local vals = ffi.new("double[?]", #names)
+    for r = 0, ranges[0] - 1 do
+      if C.kl_prof_values(prof, r, vals, e) ~= 0 then return done(fail()) end
+      local k = {}
+      for i, n in ipairs(names) do k[n] = vals[i - 1] end
+      per[#per + 1] = k
+    end
+    return done({ per_kernel = per, passes = need, chip = ffi.string(chip), dropped = dropped[0],
+      replay = user and "user" or "kernel", passes_run = pass })
   end
-  return done({ per_kernel = per, passes = C.kl_prof_passes(prof), chip = ffi.string(chip), dropped = dropped[0] })
+  local res, msg, fatal, noperm = attempt(true)
+  if res or fatal or noperm then return res, msg, fatal, noperm end
+  local res2, msg2, fatal2, noperm2 = attempt(false)
+  if res2 then res2.user_replay_error = msg end
+  return res2, msg2, fatal2, noperm2
 end
 
--- Makes the next launch start with a cold L2: overwrite it with scratch data.
-function M.flush_cache() return check(C.kl_cuda_fill32(M.flush_ptr, 0x5A5A5A5A, M.flush_words, err)) end
+-- The L2 flush kernel (kloop.eval.flush_source, compiled by the parent): it reads the
+-- scratch buffer, twice the L2, which holds zeros so the kernel never writes.
+function M.set_flush_kernel(path)
+  local mod, msg = M.load(path)
+  if not mod then return nil, "L2 flush kernel: " .. msg end
+  local fn, ferr = M.func(mod, "kloop_l2_flush")
+  if not fn then return nil, "L2 flush kernel: " .. ferr end
+  local ok, m2 = check(C.kl_cuda_fill32(M.flush_ptr, 0, M.flush_words, err))
+  if ok then ok, m2 = M.sync() end
+  if not ok then return nil, m2 end
+  local sink = M.alloc(16)
+  if not sink then return nil, "L2 flush kernel: no memory for its sink" end
+  M.flush_slots = { ffi.new("uint64_t[1]", M.flush_ptr), ffi.new("uint64_t[1]", M.flush_words / 4),
+    ffi.new("uint64_t[1]", sink) }
+  M.flush_params = ffi.new("void*[3]", M.flush_slots)
+  M.flush_mod, M.flush_fn = mod, fn
+  M.flush_grid = { M.info.sm_count * 8, 1, 1 }
+  return true
+end
+
+-- Makes the next launch start with a cold L2 and nothing dirty in it: reading twice
+-- the L2 of clean data writes back whatever earlier copies and fills left dirty (so
+-- that write-back does not land inside the timed region) and evicts the kernel's data.
+-- Without the flush kernel: overwrite the L2 with scratch (cold, but dirty).
+function M.flush_cache()
+  if M.flush_fn then return M.launch(M.flush_fn, M.flush_grid, { 256, 1, 1 }, 0, M.flush_params) end
+  return check(C.kl_cuda_fill32(M.flush_ptr, 0x5A5A5A5A, M.flush_words, err))
+end
 
 function M.timer_start() return check(C.kl_cuda_event_record(M.ev0[0], err)) end
 function M.timer_stop() return check(C.kl_cuda_event_record(M.ev1[0], err)) end

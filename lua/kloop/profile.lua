@@ -372,7 +372,8 @@ function M.text(s, names)
   end
   if s.no_counters then line("counters", "unavailable: " .. tostring(s.no_counters)) end
   if s.metrics and next(s.metrics) then
-    out[#out + 1] = string.format("metrics (%d replay passes):", s.passes or 0)
+    out[#out + 1] = string.format("metrics (%d replay passes%s):", s.passes or 0,
+      s.replay and (", " .. s.replay .. " replay") or "")
     for _, n in ipairs(names or {}) do
       local v = s.metrics[n]
       if v ~= nil then

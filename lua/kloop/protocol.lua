@@ -372,10 +372,15 @@ end
 
 -- One timed repetition on the bench case: inputs of set s copied in, outputs poisoned
 -- and the cache flushed outside the timed region; events around the launch plan only.
-local function timed_rep(be, spec, case, kernels, params, s, flush)
+local function prepare_rep(be, spec, case, s, flush)
   local ok, m, fatal = load_inputs(be, spec, case, s)
   if ok then ok, m, fatal = poison_outputs(be, spec, case) end
   if ok and flush ~= false then ok, m, fatal = be.flush_cache() end
+  return ok, m, fatal
+end
+
+local function timed_rep(be, spec, case, kernels, params, s, flush)
+  local ok, m, fatal = prepare_rep(be, spec, case, s, flush)
   if ok then ok, m, fatal = be.timer_start() end
   if ok then ok, m, fatal = launch_plan(be, kernels, params) end
   if ok then ok, m, fatal = be.timer_stop() end
@@ -486,35 +491,50 @@ function M.profile(be, req)
   end
   local timing = req.timing or {}
   if be.activity_start then
-    -- one warm-up run first: the first launch after enabling activity pays for it
+    -- recording stays on across the runs (enabling it delays the next launch); one
+    -- warm-up run first; each run is the timing's repetition, and only the records of
+    -- the timed part count (the L2 flush kernel runs before it)
     local reps = {}
-    for r = 0, req.reps or 3 do
-      local ok, msg, _, noperm = be.activity_start()
-      if not ok then out.activity_error, out.no_counters = msg, noperm or nil break end
-      local ms, tv, fatal = timed_rep(be, spec, case, kernels, params, r % spec.nsets + 1, timing.flush)
-      local recs, dropped = be.activity_stop()
-      if not ms then be.unload(cand.mod) return fail_with(cand, tv, fatal) end
+    local okact, amsg, _, noperm = be.activity_start()
+    if not okact then out.activity_error, out.no_counters = amsg, noperm or nil end
+    for r = 0, okact and (req.reps or 3) or -1 do
+      local ok, msg, fatal = prepare_rep(be, spec, case, r % spec.nsets + 1, timing.flush)
+      if ok then ok, msg, fatal = be.sync() end
+      if ok then be.activity_take() end
+      local ms
+      if ok then ok, msg, fatal = be.timer_start() end
+      if ok then ok, msg, fatal = launch_plan(be, kernels, params) end
+      if ok then ok, msg, fatal = be.timer_stop() end
+      if ok then ms, msg, fatal = be.timer_read() end
+      if not ms then
+        be.activity_stop()
+        be.unload(cand.mod)
+        return fail_with(cand, verdict(fatal and "crashed" or "launch_error", "profiled launch: " .. tostring(msg)), fatal)
+      end
+      local recs, dropped = be.activity_take()
       if not recs then out.activity_error = dropped break end
-      local sum = 0
-      for _, k in ipairs(recs) do sum = sum + k.ms end
-      if r > 0 then reps[r] = { event_ms = ms, kernel_ms = sum, kernels = #recs, dropped = dropped } end
+      local sum, kept = 0, {}
+      for _, k in ipairs(recs) do
+        if k.name ~= "kloop_l2_flush" then sum = sum + k.ms kept[#kept + 1] = k end
+      end
+      if r > 0 then reps[r] = { event_ms = ms, kernel_ms = sum, kernels = #kept, dropped = dropped } end
       if r == 1 then
         out.activity_kernels = {}
-        for i, k in ipairs(recs) do out.activity_kernels[i] = { name = k.name, ms = k.ms, grid = k.grid, block = k.block } end
+        for i, k in ipairs(kept) do out.activity_kernels[i] = { name = k.name, ms = k.ms, grid = k.grid, block = k.block } end
       end
     end
+    if okact then be.activity_stop() end
     out.activity = { reps = reps, plan_kernels = #kernels }
   end
   if req.metrics and #req.metrics > 0 and be.profile_metrics then
-    local ok, msg, fatal = load_inputs(be, spec, case, 1)
-    if ok then ok, msg, fatal = poison_outputs(be, spec, case) end
-    if ok and timing.flush ~= false then ok, msg, fatal = be.flush_cache() end
-    if not ok then be.unload(cand.mod) return fail_with(cand, verdict(fatal and "crashed" or "launch_error", msg), fatal) end
     local res, perr, pfatal, noperm = be.profile_metrics(req.metrics,
-      function() return launch_plan(be, kernels, params) end, #kernels + 2)
+      function() return launch_plan(be, kernels, params) end, #kernels + 2,
+      function() return prepare_rep(be, spec, case, 1, timing.flush) end)
     if res then
       out.per_kernel, out.passes, out.chip, out.dropped_ranges = res.per_kernel, res.passes, res.chip, res.dropped
-      -- kernel replay restores memory between passes: the outputs must still be right
+      out.replay, out.passes_run, out.user_replay_error = res.replay, res.passes_run, res.user_replay_error
+      -- each pass was prepared afresh (or, in kernel replay, memory restored by CUPTI):
+      -- the outputs of the last one must be right
       local v2, f2 = check_outputs(be, spec, case, 1, 1, "after profiling")
       if v2 then out.profile_warning = v2.reason pfatal = f2 end
     else

@@ -49,6 +49,10 @@ function M.main(args)
         elseif not ready then
           return { ok = false, error = "send hello first" }
         elseif req.op == "setup" then
+          if req.flush_cubin and be.set_flush_kernel and not be.flush_fn then
+            local okf, ferr = be.set_flush_kernel(req.flush_cubin)
+            if not okf then return { ok = false, error = ferr } end
+          end
           local r, err = protocol.setup(be, req.spec, req.ref_cubin)
           if not r then return { ok = false, error = err } end
           r.ok = true

@@ -72,6 +72,9 @@ if r then
     fail("saxpy: DRAM moved %.1f MB, the cost model says %.1f MB (>5%% apart)", (s.dram_bytes or 0) / 1e6, (s.bytes or 0) / 1e6)
   end
   if not (s.frac and s.frac > 0.6) then fail("saxpy: %.1f%% of the copy ceiling", 100 * (s.frac or 0)) end
+  if not (s.activity and s.activity.kernels == 1 and s.activity.coverage > 0.9) then
+    fail("saxpy: kernel records cover too little of the timed interval: %s", cjson.encode(s.activity or {}))
+  end
   row("saxpy", r)
 end
 

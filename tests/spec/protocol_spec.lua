@@ -194,6 +194,7 @@ describe("kloop.protocol on the sim backend", function()
     assert.are.equal(2, #r.per_kernel)
     assert.are.equal(2, r.per_kernel[2]["sim__count.sum"])
     assert.are.equal(2, r.passes)
+    assert.are.equal(2, sim.prepared) -- inputs, poison and flush before every pass
     assert.are.same({ "gemm", "gemm2" }, { r.launches[1].entry, r.launches[2].entry })
     assert.is_nil(r.profile_warning)
   end)

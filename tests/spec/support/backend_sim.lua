@@ -31,15 +31,22 @@ M.alloc, M.free, M.h2d, M.d2h, M.d2d, M.fill32 = host.alloc, host.free, host.h2d
 -- M.profile_hook(pass) runs between passes (a test may corrupt memory there).
 local records
 function M.activity_start() records = {} return true end
+function M.activity_take()
+  local r = records or {}
+  if records then records = {} end
+  return r, 0
+end
 function M.activity_stop()
   local r = records or {}
   records = nil
   return r, 0
 end
-function M.profile_metrics(names, run, max_kernels)
+function M.profile_metrics(names, run, max_kernels, prepare)
   if M.no_counters then return nil, "profiling not permitted (simulated)", false, true end
   local per, passes = nil, 2
+  M.prepared = 0
   for pass = 1, passes do
+    if prepare then assert(prepare()) M.prepared = M.prepared + 1 end
     local before = M.launches
     records = {}
     local ok, msg, fatal = run()
@@ -56,7 +63,7 @@ function M.profile_metrics(names, run, max_kernels)
       end
     end
   end
-  return { per_kernel = per, passes = passes, chip = "SIM", dropped = 0 }
+  return { per_kernel = per, passes = passes, chip = "SIM", dropped = 0, replay = "user", passes_run = passes }
 end
 function M.launch(fn, grid, block, smem, params)
   if M.fail_next then
