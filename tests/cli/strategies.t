@@ -33,7 +33,7 @@ A custom strategy from docs/SCRIPTING.md runs unchanged from another directory:
 
   $ mkdir elsewhere && cp "$KLOOP_SRC/examples/strategies/random_walk.lua" elsewhere/ && cd elsewhere
   $ kloop random_walk.lua "$T" --budget 3 --seed 5 --timing-budget 0.02 --quiet | grep -E '^run|^random_walk best' | sed 's/ in .*//'
-  random_walk best: TI=* (glob)
+  random_walk best: * (glob)
   run done (budget: candidates) on sgemm_blocked_cpu: 3 candidates
   $ cd ..
 

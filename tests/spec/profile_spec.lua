@@ -112,14 +112,16 @@ describe("kloop.profile", function()
       ["l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"] = 1000 }, {
       resources = { k1 = { registers = 128, static_smem = 0, local_bytes = 64, spill_stores = 32 } },
       launches = { { entry = "k1", grid = { 64 }, block = { 256 }, smem = 0 }, { entry = "k1", grid = { 64 }, block = { 256 }, smem = 0 } },
-      activity = { plan_kernels = 2, reps = { { event_ms = 1.0, kernel_ms = 0.5, kernels = 2 }, { event_ms = 1.0, kernel_ms = 0.6, kernels = 2 },
-        { event_ms = 1.0, kernel_ms = 0.55, kernels = 2 } } } }))
+      time_ms = 1.0,
+      activity = { plan_kernels = 2, reps = { { event_ms = 1.2, kernel_ms = 0.5, kernels = 2 }, { event_ms = 1.2, kernel_ms = 0.6, kernels = 2 },
+        { event_ms = 1.2, kernel_ms = 0.55, kernels = 2 } } } }))
     local k = kinds(s)
     assert.matches("theoretical occupancy 25%%.*128 registers", k.occupancy)
     assert.matches("64 B of local memory", k.spills)
     assert.matches("30%% of shared%-memory wavefronts", k.bank_conflicts)
     assert.matches("run 55%% of the timed interval", k.launch_gaps)
     assert.are.equal(0.55, s.activity.coverage)
+    assert.are.equal("timed median", s.activity.basis)
   end)
 
   it("notices when CUPTI saw other kernels than the plan launched", function()
@@ -132,7 +134,7 @@ describe("kloop.profile", function()
       ["sm__throughput.avg.pct_of_peak_sustained_elapsed"] = 70, ["dram__throughput.avg.pct_of_peak_sustained_elapsed"] = 10,
       ["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"] = 30,
       ["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"] = 4e6, ["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"] = 1e6 },
-      { time_ms = 4.0 }))
+      { time_ms = 4.0, activity = { plan_kernels = 1, reps = { { event_ms = 4.15, kernel_ms = 3.98, kernels = 1 } } } }))
     assert.are.same({}, s.hints)
     -- a kernel with no bytes in its cost model: compute-bound, and no infinity in the JSON
     local s2 = prof.summarize(input({}, { cost = { flops = 1e9, bytes = 0 } }))
@@ -149,6 +151,11 @@ describe("kloop.profile", function()
     local s = prof.summarize(p)
     assert.are.equal(2, s.time_ms)
     assert.are.equal("event timer", s.time_source)
+    assert.are.equal("traced run", s.activity.basis)
+    assert.are.near(0.95, s.activity.coverage, 1e-9)
+    -- one kernel whose records disagree with the timer by more than 10%
+    p.time_ms = 1.5
+    assert.matches("differ by more than 10%%", kinds(prof.summarize(p)).timer_check)
   end)
 
   it("renders the report and a compact prompt text", function()
