@@ -395,4 +395,5 @@ function M.summary(ctx, status, reason)
   end
 end
 
+M.Ctx = Ctx -- for tests
 return M
