@@ -368,7 +368,10 @@ function Evaluator:profile(src, opts)
     return { verdict = "launch_error", reason = "profiling needs the cuda backend (this task is " .. self:backend() .. ")",
       infrastructure = true }
   end
-  local names, merr = prof.metric_list(opts.metrics)
+  -- the caller's list, else the defaults plus what the task asks for
+  local spec = opts.metrics
+  if spec == nil and self.task.metrics then spec = "+" .. table.concat(self.task.metrics, ",") end
+  local names, merr = prof.metric_list(spec)
   if not names then return { verdict = "launch_error", reason = merr, infrastructure = true, usage = true } end
   local ok, err = self:start()
   if not ok then return { verdict = "launch_error", reason = err, infrastructure = true } end

@@ -356,6 +356,15 @@ function M.check(t, file, cu_path)
     if not src:find(k, 1, true) then fail(file, "params." .. k, "the kernel never uses " .. k, "remove it") end
   end
   task.options = t.options or {}
+  -- profiler metrics the task wants besides the defaults (docs/PROFILING.md)
+  if t.metrics ~= nil then
+    check_type(file, "metrics", t.metrics, "table")
+    local list, merr = require("kloop.profile").metric_list(t.metrics)
+    if not list then
+      fail(file, "metrics", merr:gsub("^metrics: ", ""), 'metrics = {"dram__bytes_read.sum"} (names as ncu spells them)')
+    end
+    task.metrics = t.metrics
+  end
   task.deadline = t.deadline
   task.flush_cache = t.flush_cache
   if task.flush_cache == nil then task.flush_cache = task.backend == "cuda" end
