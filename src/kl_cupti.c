@@ -304,6 +304,7 @@ int kl_prof_new(const char *chip, const char *const *metrics, int n, kl_prof **o
   if (!p->names) { kl_prof_free(p); return kl_fail(err, KL_ENOMEM, 0, "out of memory"); }
   for (int i = 0; i < n; i++) {
     p->names[i] = strdup(metrics[i]);
+    if (!p->names[i]) { kl_prof_free(p); return kl_fail(err, KL_ENOMEM, 0, "out of memory"); }
     p->n = i + 1;
   }
   /* No counter availability image: reading it (cuptiProfilerGetCounterAvailability) and

@@ -33,7 +33,12 @@ static void on_hook(lua_State *L, lua_Debug *ar) {
 
 static void on_sigint(int sig) {
   (void)sig;
-  if (++sigint_count >= 2) signal(SIGINT, SIG_DFL); /* a second Ctrl-C ends kloop */
+  if (++sigint_count >= 2) {
+    /* a second Ctrl-C ends kloop the default way (exit status 130 in a shell); where a
+       chunk is still running, in a compiled trace that never sees the hook, a third does */
+    signal(SIGINT, SIG_DFL);
+    if (sigint_held) raise(SIGINT);
+  }
   if (globalL && !sigint_held) lua_sethook(globalL, on_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
 }
 
@@ -43,6 +48,7 @@ int kl_sigint_pending(void) { return (int)sigint_count; }
 static int l_sigint_reset(lua_State *L) {
   int had = (int)sigint_count;
   sigint_count = 0;
+  sigint_held = 0;
   signal(SIGINT, on_sigint);
   lua_sethook(L, NULL, 0, 0);
   lua_pushinteger(L, had);

@@ -173,17 +173,18 @@ end
 
 local function activity_records(fn)
   local e = ffi.new("kl_err")
-  local max = 1024
+  local max = 4096 -- as many as the core keeps; it counts the rest as dropped
   local recs, n, dropped = ffi.new("kl_kernel_rec[?]", max), ffi.new("int[1]"), ffi.new("int[1]")
   if fn(recs, max, n, dropped, e) ~= 0 then return nil, ffi.string(e.msg) end
   local out = {}
   for i = 0, math.min(n[0], max) - 1 do
     local r = recs[i]
-    out[#out + 1] = { name = ffi.string(r.name), start_ns = tonumber(r.start_ns), end_ns = tonumber(r.end_ns),
+    -- (a record flushed before its kernel ended has no end: not a duration)
+    if r.end_ns > r.start_ns then out[#out + 1] = { name = ffi.string(r.name), start_ns = tonumber(r.start_ns), end_ns = tonumber(r.end_ns),
       ms = tonumber(r.end_ns - r.start_ns) / 1e6, grid = { r.grid[0], r.grid[1], r.grid[2] },
-      block = { r.block[0], r.block[1], r.block[2] } }
+      block = { r.block[0], r.block[1], r.block[2] } } end
   end
-  return out, n[0] + dropped[0] - #out
+  return out, dropped[0]
 end
 
 -- Records since the start or the last take (recording goes on); stop ends recording.
@@ -239,7 +240,11 @@ function M.profile_metrics(names, run, max_kernels, prepare)
     for r = 0, ranges[0] - 1 do
       if C.kl_prof_values(prof, r, vals, e) ~= 0 then return done(fail()) end
       local k = {}
-      for i, n in ipairs(names) do k[n] = vals[i - 1] end
+      -- a metric CUPTI could not evaluate comes back NaN: leave it out
+      for i, n in ipairs(names) do
+        local v = vals[i - 1]
+        if v == v and v ~= math.huge and v ~= -math.huge then k[n] = v end
+      end
       per[#per + 1] = k
     end
     return done({ per_kernel = per, passes = need, chip = ffi.string(chip), dropped = dropped[0],

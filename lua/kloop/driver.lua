@@ -114,9 +114,10 @@ function Ctx:evaluate(cand)
     self.best = cand
     cand.improved = true
   end
+  -- recorded first: a profile (seconds) cut short by Ctrl-C must not lose the result
+  if self.store then self.store:record(self, cand) end
   local pmode = self.opts.profile
   if r.verdict == "ok" and (pmode == "all" or (pmode == "best" and cand.improved)) then self:profile(cand) end
-  if self.store then self.store:record(self, cand) end
   self:progress(cand)
   return r
 end
@@ -360,9 +361,15 @@ function M.run(strategy, path, args)
   end
   M.last_ctx = ctx
   local okd, dmsg = protected("done", strategy.done, ctx)
-  ctx.ev:close()
-  if ctx.store then ctx.store:finish(ctx, status, reason) end
-  M.summary(ctx, status, reason)
+  -- each closing step on its own, so one failing does not skip the others or the hold
+  local okc, cmsg = pcall(function() ctx.ev:close() end)
+  if not okc then util.eprintf("kloop: closing the worker: %s\n", tostring(cmsg)) end
+  if ctx.store then
+    okc, cmsg = pcall(function() ctx.store:finish(ctx, status, reason) end)
+    if not okc then util.eprintf("kloop: store: %s\n", tostring(cmsg)) end
+  end
+  okc, cmsg = pcall(M.summary, ctx, status, reason)
+  if not okc then util.eprintf("kloop: summary: %s\n", tostring(cmsg)) end
   native.sigint_hold(false)
   native.sigint_reset()
   if not okd then util.eprintf("kloop: %s\n", dmsg) end

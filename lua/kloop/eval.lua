@@ -395,22 +395,32 @@ function Evaluator:profile(src, opts)
     end
     local per = result.per_kernel or {}
     local _, cost, peaks = self:floor_ms()
+    -- the measured ceilings are an FP32 FMA rate and a copy bandwidth: the FLOP ceiling
+    -- of other units stays the datasheet's
     local source = "datasheet"
-    if self.measured then peaks, source = self.measured, "measured" end
+    if self.measured then
+      if (self.task.unit or "fp32") == "fp32" then
+        peaks, source = self.measured, "measured"
+      else
+        peaks, source = { flops = peaks.flops, bytes = self.measured.bytes }, "datasheet FLOP/s, measured bandwidth"
+      end
+    end
     local s = prof.summarize({ metrics = #per > 0 and prof.aggregate(names, per) or nil, kernels = per,
+      dropped_ranges = result.dropped_ranges,
       launches = result.launches, activity = result.activity, passes = result.passes, resources = result.resources,
       time_ms = opts.time_ms, cost = cost, peaks = peaks, peaks_source = source, arch = self.arch })
     s.metric_names = names
     s.chip = result.chip
     s.kernels = per
     s.activity_kernels = result.activity_kernels
-    if result.metrics_error or result.activity_error then
-      s.no_counters = result.metrics_error or result.activity_error
+    s.activity_error = result.activity_error
+    if result.metrics_error then
+      s.no_counters = result.metrics_error
       if result.no_counters then self.no_counters = s.no_counters end
     elseif self.no_counters and not opts.retry_counters then
       s.no_counters = self.no_counters
     end
-    s.warning = result.profile_warning
+    s.warning = result.profile_warning or s.warning
     s.replay, s.passes_run, s.user_replay_error = result.replay, result.passes_run, result.user_replay_error
     result.profile = s
   end

@@ -88,12 +88,26 @@ function M.aggregate(names, per_kernel)
       local v = k[n]
       if type(v) == "number" and v == v then
         sum = sum + v
-        local wt = k[tkey] or 1
+        local wt = k[tkey]
+        if type(wt) ~= "number" or wt ~= wt then wt = 1 end
         wsum = wsum + v * wt
         w = w + wt
       end
     end
-    if additive(n) then totals[n] = sum else totals[n] = w > 0 and wsum / w or nil end
+    if additive(n) then
+      totals[n] = sum
+    elseif n:match("%.max$") or n:match("%.min$") then
+      local best
+      for _, k in ipairs(per_kernel) do
+        local v = k[n]
+        if type(v) == "number" and v == v and (best == nil or (n:match("max$") and v > best) or (n:match("min$") and v < best)) then
+          best = v
+        end
+      end
+      totals[n] = best
+    else
+      totals[n] = w > 0 and wsum / w or nil
+    end
   end
   return totals
 end
@@ -131,6 +145,7 @@ function M.occupancy(arch, res, threads)
 end
 
 local function fmt_bytes(b)
+  if type(b) ~= "number" or b ~= b or b == math.huge then return tostring(b) end
   if b >= 1e9 then return string.format("%.2f GB", b / 1e9) end
   if b >= 1e6 then return string.format("%.1f MB", b / 1e6) end
   if b >= 1e3 then return string.format("%.1f kB", b / 1e3) end
@@ -226,6 +241,15 @@ function M.summarize(p)
       coverage = basis > 0 and ks[mid] / basis or 0, kernels = act.reps[1].kernels, plan_kernels = act.plan_kernels }
   end
 
+  -- the profiler must have seen every kernel of the plan, or the totals undercount
+  if p.kernels and p.launches and #p.kernels > 0 and #p.kernels ~= #p.launches then
+    s.warning = string.format("the profiler returned %d ranges for a plan of %d kernels: totals may be off",
+      #p.kernels, #p.launches)
+  end
+  if (p.dropped_ranges or 0) > 0 then
+    s.warning = string.format("the profiler dropped %d ranges: totals undercount", p.dropped_ranges)
+  end
+
   -- hints, most telling first
   if s.dram_vs_model and s.dram_vs_model > 1.5 then
     hint("reuse", string.format("DRAM traffic is %.1fx the cost model's minimum (%s moved, %s needed): data is "
@@ -314,8 +338,12 @@ function M.fmt_metric(name, v)
     if v >= 1e6 then return string.format("%.4f ms", v / 1e6) end
     return string.format("%.2f us", v / 1e3)
   end
+  if name:match("per_second") then
+    if name:match("cycles") then return string.format("%.0f MHz", v / 1e6) end
+    if name:match("bytes") then return string.format("%.3g GB/s", v / 1e9) end
+    return string.format("%.4g /s", v)
+  end
   if name:match("bytes") then return fmt_bytes(v) end
-  if name:match("per_second") and name:match("cycles") then return string.format("%.0f MHz", v / 1e6) end
   if v == math.floor(v) and math.abs(v) < 1e15 then return string.format("%d", v) end
   return string.format("%.4g", v)
 end

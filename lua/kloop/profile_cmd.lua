@@ -66,7 +66,7 @@ function M.main(argv)
     if opts.json then print(cjson.encode({ evaluation = r })) else check.print_result(r, name) end
     return 3
   end
-  local p = ev:profile(src, { defines = defines, name = util.basename(name), metrics = names, time_ms = r.time_ms,
+  local p = ev:profile(src, { defines = defines, name = util.basename(name), metrics = opts.metrics, time_ms = r.time_ms,
     verified = true })
   ev:close()
   if p.infrastructure then
@@ -88,7 +88,7 @@ function M.main(argv)
     return 0
   end
   check.print_result(r, name)
-  print(prof.text(p.profile, names))
+  print(prof.text(p.profile, p.profile.metric_names))
   if p.profile.warning then print("warning: " .. p.profile.warning) end
   return 0
 end

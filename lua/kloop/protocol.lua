@@ -496,7 +496,7 @@ function M.profile(be, req)
     -- the timed part count (the L2 flush kernel runs before it)
     local reps = {}
     local okact, amsg, _, noperm = be.activity_start()
-    if not okact then out.activity_error, out.no_counters = amsg, noperm or nil end
+    if not okact then out.activity_error = amsg end
     for r = 0, okact and (req.reps or 3) or -1 do
       local ok, msg, fatal = prepare_rep(be, spec, case, r % spec.nsets + 1, timing.flush)
       if ok then ok, msg, fatal = be.sync() end

@@ -55,6 +55,28 @@ describe("kloop.profile", function()
     assert.are.near(70, t["sm__throughput.avg.pct_of_peak_sustained_elapsed"], 1e-9)
   end)
 
+  it("takes the max of .max metrics, survives a NaN weight, and prints rates as rates", function()
+    local names = { "gpu__time_duration.sum", "x__y.max", "sm__throughput.avg.pct_of_peak_sustained_elapsed" }
+    local t = prof.aggregate(names, {
+      { ["gpu__time_duration.sum"] = 0 / 0, ["x__y.max"] = 3, ["sm__throughput.avg.pct_of_peak_sustained_elapsed"] = 10 },
+      { ["gpu__time_duration.sum"] = 1e6, ["x__y.max"] = 7, ["sm__throughput.avg.pct_of_peak_sustained_elapsed"] = 30 },
+    })
+    assert.are.equal(7, t["x__y.max"])
+    local v = t["sm__throughput.avg.pct_of_peak_sustained_elapsed"]
+    assert.is_true(v == v and v > 10 and v <= 30)
+    assert.are.equal("3.3 GB/s", prof.fmt_metric("dram__bytes.sum.per_second", 3.3e9))
+    assert.are.equal("1.50 GB", prof.fmt_metric("dram__bytes_read.sum", 1.5e9))
+    assert.are.equal("nan", prof.fmt_bytes(0 / 0):lower():gsub("^%-", ""))
+  end)
+
+  it("warns when the profiler saw fewer kernels than the plan launched", function()
+    local s = prof.summarize(input({}, { kernels = { {} }, launches = {
+      { entry = "a", grid = { 1 }, block = { 32 }, smem = 0 }, { entry = "b", grid = { 1 }, block = { 32 }, smem = 0 } } }))
+    assert.matches("1 ranges for a plan of 2 kernels", s.warning)
+    s = prof.summarize(input({}, { dropped_ranges = 3 }))
+    assert.matches("dropped 3 ranges", s.warning)
+  end)
+
   it("computes theoretical occupancy and what limits it (sm_90)", function()
     local o = prof.occupancy("sm_90", { registers = 32 }, 1024)
     assert.are.equal(100, o.pct)
