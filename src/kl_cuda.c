@@ -69,7 +69,7 @@ int kl_cuda_load(kl_err *err) {
              "no NVIDIA driver: libcuda.so.1 could not be opened (%s)", dlerror());
     return kl_fail(err, KL_ENOTFOUND, 0, "%s", load_error);
   }
-  struct { void **slot; const char *name; } syms[] = {
+  kl_sym syms[] = {
     {(void **)&d.Init, "cuInit"},
     {(void **)&d.DriverGetVersion, "cuDriverGetVersion"},
     {(void **)&d.DeviceGetCount, "cuDeviceGetCount"},
@@ -99,18 +99,17 @@ int kl_cuda_load(kl_err *err) {
     {(void **)&d.EventCreate, "cuEventCreate"},
     {(void **)&d.EventRecord, "cuEventRecord"},
     {(void **)&d.EventSynchronize, "cuEventSynchronize"},
-    {(void **)&d.EventElapsedTime, "cuEventElapsedTime_v2"},
   };
-  for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-    *syms[i].slot = dlsym(h, syms[i].name);
-    if (!*syms[i].slot && strcmp(syms[i].name, "cuEventElapsedTime_v2") == 0)
-      *syms[i].slot = dlsym(h, "cuEventElapsedTime");
-    if (!*syms[i].slot) {
-      snprintf(load_error, sizeof load_error, "libcuda.so.1 lacks %s: driver too old", syms[i].name);
-      dlclose(h);
-      memset(&d, 0, sizeof d);
-      return kl_fail(err, KL_ENOTFOUND, 0, "%s", load_error);
-    }
+  const char *missing = kl_dlsym_all(h, syms, sizeof syms / sizeof syms[0]);
+  /* cuEventElapsedTime_v2 where the driver has it, the older name otherwise */
+  d.EventElapsedTime = (CUresult(*)(float *, CUevent, CUevent))dlsym(h, "cuEventElapsedTime_v2");
+  if (!d.EventElapsedTime) d.EventElapsedTime = (CUresult(*)(float *, CUevent, CUevent))dlsym(h, "cuEventElapsedTime");
+  if (!missing && !d.EventElapsedTime) missing = "cuEventElapsedTime";
+  if (missing) {
+    snprintf(load_error, sizeof load_error, "libcuda.so.1 lacks %s: driver too old", missing);
+    dlclose(h);
+    memset(&d, 0, sizeof d);
+    return kl_fail(err, KL_ENOTFOUND, 0, "%s", load_error);
   }
   d.lib = h;
   return KL_OK;

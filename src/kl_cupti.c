@@ -77,33 +77,25 @@ static int cupti_fail(kl_err *err, CUptiResult r, const char *what) {
   return kl_fail(err, st, (int)r, "%s: %s (CUPTI %d)", what, s, (int)r);
 }
 
+/* A zeroed CUPTI parameter struct named v with its structSize set. */
+#define PARAMS(type, v) type v; memset(&v, 0, sizeof v); v.structSize = type##_STRUCT_SIZE
+
 #define CP(call, what) do { CUptiResult r_ = (call); if (r_ != CUPTI_SUCCESS) return cupti_fail(err, r_, what); } while (0)
 
 int kl_cupti_load(kl_err *err) {
   if (c.lib) return KL_OK;
   if (load_error[0]) return kl_fail(err, KL_ENOTFOUND, 0, "%s", load_error);
   const char *names[] = {"libcupti.so.13", "libcupti.so.12", "libcupti.so"};
-  void *h = NULL;
+  const char *subdirs[] = {"lib64", "extras/CUPTI/lib64"};
   char path[600];
-  for (size_t i = 0; i < 3 && !h; i++) {
-    snprintf(path, sizeof path, "%s/lib64/%s", kl_cuda_home(), names[i]);
-    h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-      snprintf(path, sizeof path, "%s/extras/CUPTI/lib64/%s", kl_cuda_home(), names[i]);
-      h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    }
-  }
-  for (size_t i = 0; i < 3 && !h; i++) {
-    snprintf(path, sizeof path, "%s", names[i]);
-    h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-  }
+  void *h = kl_dlopen_toolkit(names, 3, subdirs, 2, path, sizeof path);
   if (!h) {
     snprintf(load_error, sizeof load_error,
-             "CUPTI not found (libcupti.so.13 under %s/lib64 or on the library path): "
+             "CUPTI not found (libcupti.so.13 on the library path or under %s/lib64): "
              "install the CUDA toolkit's CUPTI or set KLOOP_CUDA_HOME", kl_cuda_home());
     return kl_fail(err, KL_ENOTFOUND, 0, "%s", load_error);
   }
-  struct { void **slot; const char *name; } syms[] = {
+  kl_sym syms[] = {
     {(void **)&c.GetResultString, "cuptiGetResultString"},
     {(void **)&c.ActRegister, "cuptiActivityRegisterCallbacks"},
     {(void **)&c.ActEnable, "cuptiActivityEnable"},
@@ -131,15 +123,13 @@ int kl_cupti_load(kl_err *err) {
     {(void **)&c.RpDataInit, "cuptiRangeProfilerCounterDataImageInitialize"},
     {(void **)&c.RpDataInfo, "cuptiRangeProfilerGetCounterDataInfo"},
   };
-  for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-    *syms[i].slot = dlsym(h, syms[i].name);
-    if (!*syms[i].slot) {
-      snprintf(load_error, sizeof load_error,
-               "%s lacks %s: kloop needs CUPTI from CUDA 13 or later (Range Profiler API)", path, syms[i].name);
-      dlclose(h);
-      memset(&c, 0, sizeof c);
-      return kl_fail(err, KL_ENOTFOUND, 0, "%s", load_error);
-    }
+  const char *missing = kl_dlsym_all(h, syms, sizeof syms / sizeof syms[0]);
+  if (missing) {
+    snprintf(load_error, sizeof load_error,
+             "%s lacks %s: kloop needs CUPTI from CUDA 13 or later (Range Profiler API)", path, missing);
+    dlclose(h);
+    memset(&c, 0, sizeof c);
+    return kl_fail(err, KL_ENOTFOUND, 0, "%s", load_error);
   }
   snprintf(loaded_from, sizeof loaded_from, "%s", path);
   c.lib = h;
@@ -264,9 +254,7 @@ int kl_prof_chip(int device, char *buf, size_t n, kl_err *err) {
   int st = kl_cupti_load(err);
   if (st) return st;
   if ((st = profiler_init(err))) return st;
-  CUpti_Device_GetChipName_Params p;
-  memset(&p, 0, sizeof p);
-  p.structSize = CUpti_Device_GetChipName_Params_STRUCT_SIZE;
+  PARAMS(CUpti_Device_GetChipName_Params, p);
   p.deviceIndex = (size_t)device;
   CP(c.ChipName(&p), "cuptiDeviceGetChipName");
   snprintf(buf, n, "%s", p.pChipName ? p.pChipName : "");
@@ -276,9 +264,7 @@ int kl_prof_chip(int device, char *buf, size_t n, kl_err *err) {
 void kl_prof_free(kl_prof *p) {
   if (!p) return;
   if (p->rp) {
-    CUpti_RangeProfiler_Disable_Params d;
-    memset(&d, 0, sizeof d);
-    d.structSize = CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE;
+    PARAMS(CUpti_RangeProfiler_Disable_Params, d);
     d.pRangeProfilerObject = p->rp;
     c.RpDisable(&d);
   }
@@ -354,9 +340,7 @@ int kl_prof_new(const char *chip, const char *const *metrics, int n, kl_prof **o
 int kl_prof_passes(kl_prof *p) { return p ? (int)p->passes : 0; }
 
 static int set_config(kl_prof *p, kl_err *err) {
-  CUpti_RangeProfiler_SetConfig_Params sc;
-  memset(&sc, 0, sizeof sc);
-  sc.structSize = CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE;
+  PARAMS(CUpti_RangeProfiler_SetConfig_Params, sc);
   sc.pRangeProfilerObject = p->rp;
   sc.configSize = p->config_size;
   sc.pConfig = p->config;
@@ -380,15 +364,11 @@ int kl_prof_enable(kl_prof *p, int max_ranges, int user_replay, kl_err *err) {
   if (max_ranges < 1) max_ranges = 1;
   p->max_ranges = max_ranges;
   p->user_replay = user_replay != 0;
-  CUpti_RangeProfiler_Enable_Params e;
-  memset(&e, 0, sizeof e);
-  e.structSize = CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE;
+  PARAMS(CUpti_RangeProfiler_Enable_Params, e);
   e.ctx = (CUcontext)kl_cuda_context();
   CP(c.RpEnable(&e), "cuptiRangeProfilerEnable");
   p->rp = e.pRangeProfilerObject;
-  CUpti_RangeProfiler_GetCounterDataSize_Params ds;
-  memset(&ds, 0, sizeof ds);
-  ds.structSize = CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE;
+  PARAMS(CUpti_RangeProfiler_GetCounterDataSize_Params, ds);
   ds.pRangeProfilerObject = p->rp;
   ds.pMetricNames = p->names;
   ds.numMetrics = (size_t)p->n;
@@ -399,9 +379,7 @@ int kl_prof_enable(kl_prof *p, int max_ranges, int user_replay, kl_err *err) {
   p->data_size = ds.counterDataSize;
   p->data = calloc(1, p->data_size ? p->data_size : 1);
   if (!p->data) return kl_fail(err, KL_ENOMEM, 0, "out of memory");
-  CUpti_RangeProfiler_CounterDataImage_Initialize_Params di;
-  memset(&di, 0, sizeof di);
-  di.structSize = CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE;
+  PARAMS(CUpti_RangeProfiler_CounterDataImage_Initialize_Params, di);
   di.pRangeProfilerObject = p->rp;
   di.counterDataSize = p->data_size;
   di.pCounterData = p->data;
@@ -413,9 +391,7 @@ int kl_prof_enable(kl_prof *p, int max_ranges, int user_replay, kl_err *err) {
 
 int kl_prof_start(kl_prof *p, kl_err *err) {
   if (!p->rp) return kl_fail(err, KL_EINVAL, 0, "the range profiler is not enabled");
-  CUpti_RangeProfiler_Start_Params s;
-  memset(&s, 0, sizeof s);
-  s.structSize = CUpti_RangeProfiler_Start_Params_STRUCT_SIZE;
+  PARAMS(CUpti_RangeProfiler_Start_Params, s);
   s.pRangeProfilerObject = p->rp;
   CP(c.RpStart(&s), "cuptiRangeProfilerStart");
   return KL_OK;
@@ -424,9 +400,7 @@ int kl_prof_start(kl_prof *p, kl_err *err) {
 int kl_prof_stop(kl_prof *p, int *all_passes, kl_err *err) {
   *all_passes = 0;
   if (!p->rp) return kl_fail(err, KL_EINVAL, 0, "the range profiler is not enabled");
-  CUpti_RangeProfiler_Stop_Params s;
-  memset(&s, 0, sizeof s);
-  s.structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE;
+  PARAMS(CUpti_RangeProfiler_Stop_Params, s);
   s.pRangeProfilerObject = p->rp;
   CP(c.RpStop(&s), "cuptiRangeProfilerStop");
   *all_passes = s.isAllPassSubmitted != 0;
@@ -444,14 +418,10 @@ int kl_prof_decode(kl_prof *p, int *ranges, int *dropped, kl_err *err) {
   *ranges = 0;
   *dropped = 0;
   if (!p->rp) return kl_fail(err, KL_EINVAL, 0, "the range profiler is not enabled");
-  CUpti_RangeProfiler_DecodeData_Params dd;
-  memset(&dd, 0, sizeof dd);
-  dd.structSize = CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE;
+  PARAMS(CUpti_RangeProfiler_DecodeData_Params, dd);
   dd.pRangeProfilerObject = p->rp;
   CP(c.RpDecode(&dd), "cuptiRangeProfilerDecodeData");
-  CUpti_RangeProfiler_GetCounterDataInfo_Params gi;
-  memset(&gi, 0, sizeof gi);
-  gi.structSize = CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE;
+  PARAMS(CUpti_RangeProfiler_GetCounterDataInfo_Params, gi);
   gi.pCounterDataImage = p->data;
   gi.counterDataImageSize = p->data_size;
   CP(c.RpDataInfo(&gi), "cuptiRangeProfilerGetCounterDataInfo");

@@ -36,20 +36,15 @@ int kl_nvrtc_load(kl_err *err) {
   if (n.lib) return KL_OK;
   if (load_error[0]) return kl_fail(err, KL_ENOTFOUND, 0, "%s", load_error);
   const char *names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
-  void *h = NULL;
-  char path[4096];
-  for (size_t i = 0; i < 3 && !h; i++) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-  for (size_t i = 0; i < 3 && !h; i++) {
-    snprintf(path, sizeof path, "%s/lib64/%s", kl_cuda_home(), names[i]);
-    h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  }
+  const char *subdirs[] = {"lib64"};
+  void *h = kl_dlopen_toolkit(names, 3, subdirs, 1, NULL, 0);
   if (!h) {
     snprintf(load_error, sizeof load_error,
              "NVRTC not found (tried libnvrtc.so.13/.12 on the loader path and in %s/lib64): "
              "install the CUDA toolkit or set KLOOP_CUDA_HOME", kl_cuda_home());
     return kl_fail(err, KL_ENOTFOUND, 0, "%s", load_error);
   }
-  struct { void **slot; const char *name; } syms[] = {
+  kl_sym syms[] = {
     {(void **)&n.Version, "nvrtcVersion"},
     {(void **)&n.GetErrorString, "nvrtcGetErrorString"},
     {(void **)&n.CreateProgram, "nvrtcCreateProgram"},
@@ -60,14 +55,12 @@ int kl_nvrtc_load(kl_err *err) {
     {(void **)&n.GetCUBINSize, "nvrtcGetCUBINSize"},
     {(void **)&n.GetCUBIN, "nvrtcGetCUBIN"},
   };
-  for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-    *syms[i].slot = dlsym(h, syms[i].name);
-    if (!*syms[i].slot) {
-      snprintf(load_error, sizeof load_error, "NVRTC lacks %s: toolkit too old", syms[i].name);
-      dlclose(h);
-      memset(&n, 0, sizeof n);
-      return kl_fail(err, KL_ENOTFOUND, 0, "%s", load_error);
-    }
+  const char *missing = kl_dlsym_all(h, syms, sizeof syms / sizeof syms[0]);
+  if (missing) {
+    snprintf(load_error, sizeof load_error, "NVRTC lacks %s: toolkit too old", missing);
+    dlclose(h);
+    memset(&n, 0, sizeof n);
+    return kl_fail(err, KL_ENOTFOUND, 0, "%s", load_error);
   }
   n.lib = h;
   return KL_OK;

@@ -1,6 +1,8 @@
 /* kl_sys.c: small system helpers (clock, paths, hashing, randomness). */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -50,4 +52,34 @@ int kl_random_bytes(void *buf, size_t n) {
     n -= (size_t)r;
   }
   return KL_OK;
+}
+
+void *kl_dlopen_toolkit(const char *const *names, size_t n, const char *const *subdirs, size_t nsub,
+                        char *path, size_t pathlen) {
+  char buf[4096];
+  for (size_t i = 0; i < n; i++) {
+    void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (h) {
+      if (path) snprintf(path, pathlen, "%s", names[i]);
+      return h;
+    }
+  }
+  for (size_t d = 0; d < nsub; d++)
+    for (size_t i = 0; i < n; i++) {
+      snprintf(buf, sizeof buf, "%s/%s/%s", kl_cuda_home(), subdirs[d], names[i]);
+      void *h = dlopen(buf, RTLD_NOW | RTLD_LOCAL);
+      if (h) {
+        if (path) snprintf(path, pathlen, "%s", buf);
+        return h;
+      }
+    }
+  return NULL;
+}
+
+const char *kl_dlsym_all(void *h, const kl_sym *syms, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    *syms[i].slot = dlsym(h, syms[i].name);
+    if (!*syms[i].slot) return syms[i].name;
+  }
+  return NULL;
 }

@@ -60,29 +60,47 @@ function M.print_result(r, name)
   if r.log and r.log ~= "" then print("log:\n" .. r.log) end
 end
 
-function M.main(argv)
-  local opts, pos = args.parse(argv, { ["--candidate"] = "value", ["--json"] = "flag", ["--params"] = "value",
-    ["--budget"] = "number", ["--deadline"] = "number", ["--device"] = "number", ["-h"] = "flag", ["--help"] = "flag" })
-  if not opts then util.eprintf("kloop check: %s\n%s", pos, M.usage) return 2 end
-  if opts.h or opts.help then io.stdout:write(M.usage) return 0 end
-  if #pos ~= 1 then util.eprintf("kloop check: give one TARGET\n%s", M.usage) return 2 end
+-- What check and profile share: the options, the task, the candidate, --params and
+-- the GPU. cmd: "check" or "profile"; extra: more option kinds; hooks.options(opts)
+-- and hooks.task(task, target) may refuse with an exit code (having said why).
+-- Returns {opts, task, src, name, defines}, or nil, exit code.
+function M.load_target(cmd, argv, usage, extra, hooks)
+  hooks = hooks or {}
+  local kinds = { ["--candidate"] = "value", ["--json"] = "flag", ["--params"] = "value", ["--budget"] = "number",
+    ["--deadline"] = "number", ["--device"] = "number", ["-h"] = "flag", ["--help"] = "flag" }
+  for k, v in pairs(extra or {}) do kinds[k] = v end
+  local opts, pos = args.parse(argv, kinds)
+  if not opts then util.eprintf("kloop %s: %s\n%s", cmd, pos, usage) return nil, 2 end
+  if opts.h or opts.help then io.stdout:write(usage) return nil, 0 end
+  if #pos ~= 1 then util.eprintf("kloop %s: give one TARGET\n%s", cmd, usage) return nil, 2 end
+  local code = hooks.options and hooks.options(opts)
+  if code then return nil, code end
   local task, err = taskmod.load(pos[1])
-  if not task then util.eprintf("kloop check: %s\n", err) return 1 end
+  if not task then util.eprintf("kloop %s: %s\n", cmd, err) return nil, 1 end
+  code = hooks.task and hooks.task(task, pos[1])
+  if code then return nil, code end
   local src, name = nil, util.basename(task.kernel)
   if opts.candidate then
     src = util.read_file(opts.candidate)
-    if not src then util.eprintf("kloop check: cannot read candidate %s\n", opts.candidate) return 1 end
+    if not src then util.eprintf("kloop %s: cannot read candidate %s\n", cmd, opts.candidate) return nil, 1 end
     name = opts.candidate
   end
   local defines, derr = args.defines(opts.params)
-  if not defines then util.eprintf("kloop check: --params: %s\n", derr) return 2 end
+  if not defines then util.eprintf("kloop %s: --params: %s\n", cmd, derr) return nil, 2 end
   if task.backend == "cuda" then
     local gpu, gerr = core.gpu_probe(opts.device or 0)
     if not gpu then
-      util.eprintf("kloop check: no GPU here (%s); `kloop compile %s` works without one\n", gerr, pos[1])
-      return 1
+      util.eprintf("kloop %s: no GPU here (%s); `kloop compile %s` works without one\n", cmd, gerr, pos[1])
+      return nil, 1
     end
   end
+  return { opts = opts, task = task, src = src, name = name, defines = defines }
+end
+
+function M.main(argv)
+  local t, code = M.load_target("check", argv, M.usage)
+  if not t then return code end
+  local opts, task, src, name, defines = t.opts, t.task, t.src, t.name, t.defines
   local ev = eval.new(task, { deadline = opts.deadline, device = opts.device,
     timing = { budget = opts.budget or 2.0 } })
   local r = ev:evaluate(src, { defines = defines, name = util.basename(name) })

@@ -2,6 +2,7 @@
 local core = require("kloop.core")
 local util = require("kloop.util")
 local ffi = core.ffi
+local C = core.C
 
 local M = {}
 
@@ -25,12 +26,9 @@ checks[#checks + 1] = function()
 end
 
 checks[#checks + 1] = function()
-  local home = core.cuda_home()
-  local tries = { "libcupti.so.13", "libcupti.so.12", home .. "/lib64/libcupti.so.13",
-    home .. "/lib64/libcupti.so.12", home .. "/extras/CUPTI/lib64/libcupti.so" }
-  for _, name in ipairs(tries) do
-    if pcall(ffi.load, name) then return true, "CUPTI", name end
-  end
+  -- the same search the worker's profiler makes
+  local err = ffi.new("kl_err")
+  if C.kl_cupti_load(err) == 0 then return true, "CUPTI", ffi.string(C.kl_cupti_path()) end
   return false, "CUPTI", "libcupti not found (profiling metrics unavailable)",
     "install the CUDA toolkit's CUPTI, or set KLOOP_CUDA_HOME"
 end

@@ -337,20 +337,27 @@ end
 -- Always returns a result table with a verdict.
 function Evaluator:evaluate(src, opts)
   opts = opts or {}
-  src = src or self.task.source
   local t0 = C.kl_now()
+  local result = self:derive(self:submit("evaluate", src or self.task.source, opts))
+  result.wall_seconds = C.kl_now() - t0
+  return result
+end
+
+-- Starts the worker if needed, compiles src, sends it as request `op` (with the timing
+-- and what `extra` adds) and returns the annotated result: a verdict for any failure on
+-- the way, infrastructure = true where kloop itself could not run it.
+function Evaluator:submit(op, src, opts, extra)
   local ok, err = self:start()
   if not ok then return { verdict = "launch_error", reason = err, infrastructure = true } end
   local req, result, job = self:prepare(src, opts)
   if req then
-    req.op = "evaluate"
+    req.op = op
     req.timing = self:timing(opts.timing)
+    for k, v in pairs(extra or {}) do req[k] = v end
     local reply, failed = self:run_request(req)
-    result = reply and self:derive(reply) or failed
+    result = reply or failed
   end
-  result = self:annotate(result, job)
-  result.wall_seconds = C.kl_now() - t0
-  return result
+  return self:annotate(result, job)
 end
 
 -- Profiles one source (nil: the task's kernel) with CUPTI on the bench size: kernel
@@ -373,19 +380,9 @@ function Evaluator:profile(src, opts)
   if spec == nil and self.task.metrics then spec = "+" .. table.concat(self.task.metrics, ",") end
   local names, merr = prof.metric_list(spec)
   if not names then return { verdict = "launch_error", reason = merr, infrastructure = true, usage = true } end
-  local ok, err = self:start()
-  if not ok then return { verdict = "launch_error", reason = err, infrastructure = true } end
-  local req, result, job = self:prepare(src, opts)
-  if req then
-    req.op = "profile"
-    req.metrics = (self.no_counters and not opts.retry_counters) and {} or names
-    req.reps = opts.reps or 3
-    req.verified = opts.verified or nil
-    req.timing = self:timing(opts.timing)
-    local reply, failed = self:run_request(req)
-    result = reply or failed
-  end
-  result = self:annotate(result, job)
+  local result = self:submit("profile", src, opts, {
+    metrics = (self.no_counters and not opts.retry_counters) and {} or names,
+    reps = opts.reps or 3, verified = opts.verified or nil })
   if result.verdict == "ok" then
     if result.metrics_error and result.metrics_error:match("^unknown metric") then
       result.infrastructure, result.usage = true, true
@@ -426,6 +423,20 @@ function Evaluator:profile(src, opts)
   end
   result.wall_seconds = C.kl_now() - t0
   return result
+end
+
+-- Evaluates a source, then profiles it if it is verified (one binary, verified once).
+-- Returns the evaluation result and the profile run's result (nil when not profiled);
+-- on success the evaluation carries the summary as `profile`.
+function Evaluator:evaluate_and_profile(src, opts)
+  opts = opts or {}
+  local r = self:evaluate(src, opts)
+  if r.verdict ~= "ok" then return r, nil end
+  local popts = { time_ms = r.time_ms, verified = true }
+  for k, v in pairs(opts) do if popts[k] == nil then popts[k] = v end end
+  local p = self:profile(src, popts)
+  if p.verdict == "ok" then r.profile = p.profile end
+  return r, p
 end
 
 -- A/B comparison of two sources (nil: the task's kernel), timed interleaved.

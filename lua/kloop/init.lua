@@ -42,15 +42,11 @@ function kloop.profile(task, opts)
   opts = opts or {}
   local ev, err = kloop.evaluator(task, { device = opts.device, timing = opts.timing })
   if not ev then return nil, err end
-  local r = ev:evaluate(opts.candidate, { defines = opts.defines })
-  if r.verdict ~= "ok" then ev:close() return r end
-  local p = ev:profile(opts.candidate, { defines = opts.defines, metrics = opts.metrics, time_ms = r.time_ms,
-    verified = true })
+  local r, p = ev:evaluate_and_profile(opts.candidate, { defines = opts.defines, metrics = opts.metrics })
   ev:close()
+  if not p then return r end
   if p.verdict ~= "ok" then return nil, p.reason end
-  local prof = require("kloop.profile")
-  r.profile = p.profile
-  r.profile_text = prof.text(p.profile, p.profile.metric_names)
+  r.profile_text = require("kloop.profile").text(r.profile, r.profile.metric_names)
   return r
 end
 

@@ -1,9 +1,6 @@
 -- kloop.profile_cmd: `kloop profile TARGET`: verify and time a kernel, then profile it
 -- with CUPTI (kernel activity, hardware metrics) and print the roofline and hints.
-local args = require("kloop.args")
-local taskmod = require("kloop.task")
 local eval = require("kloop.eval")
-local core = require("kloop.core")
 local util = require("kloop.util")
 local prof = require("kloop.profile")
 local check = require("kloop.check_cmd")
@@ -30,45 +27,29 @@ Exit: 0 profiled, 3 the kernel failed verification, 1 error, 2 bad usage.
 ]]
 
 function M.main(argv)
-  local opts, pos = args.parse(argv, { ["--candidate"] = "value", ["--json"] = "flag", ["--params"] = "value",
-    ["--metrics"] = "value", ["--budget"] = "number", ["--deadline"] = "number", ["--device"] = "number",
-    ["-h"] = "flag", ["--help"] = "flag" })
-  if not opts then util.eprintf("kloop profile: %s\n%s", pos, M.usage) return 2 end
-  if opts.h or opts.help then io.stdout:write(M.usage) return 0 end
-  if #pos ~= 1 then util.eprintf("kloop profile: give one TARGET\n%s", M.usage) return 2 end
-  local names, merr = prof.metric_list(opts.metrics)
-  if not names then util.eprintf("kloop profile: --%s\n", merr) return 2 end
-  local task, err = taskmod.load(pos[1])
-  if not task then util.eprintf("kloop profile: %s\n", err) return 1 end
-  if task.backend ~= "cuda" then
-    util.eprintf("kloop profile: %s is a %s task; profiling needs a CUDA task (kloop check works for both)\n",
-      pos[1], task.backend)
-    return 1
-  end
-  local src, name = nil, util.basename(task.kernel)
-  if opts.candidate then
-    src = util.read_file(opts.candidate)
-    if not src then util.eprintf("kloop profile: cannot read candidate %s\n", opts.candidate) return 1 end
-    name = opts.candidate
-  end
-  local defines, derr = args.defines(opts.params)
-  if not defines then util.eprintf("kloop profile: --params: %s\n", derr) return 2 end
-  local gpu, gerr = core.gpu_probe(opts.device or 0)
-  if not gpu then
-    util.eprintf("kloop profile: no GPU here (%s); `kloop compile %s` works without one\n", gerr, pos[1])
-    return 1
-  end
+  local t, code = check.load_target("profile", argv, M.usage, { ["--metrics"] = "value" }, {
+    options = function(opts)
+      local _, merr = prof.metric_list(opts.metrics)
+      if merr then util.eprintf("kloop profile: --%s\n", merr) return 2 end
+    end,
+    task = function(task, target)
+      if task.backend ~= "cuda" then
+        util.eprintf("kloop profile: %s is a %s task; profiling needs a CUDA task (kloop check works for both)\n",
+          target, task.backend)
+        return 1
+      end
+    end,
+  })
+  if not t then return code end
+  local opts, task, src, name, defines = t.opts, t.task, t.src, t.name, t.defines
   local ev = eval.new(task, { deadline = opts.deadline, device = opts.device, timing = { budget = opts.budget or 1.0 } })
-  local r = ev:evaluate(src, { defines = defines, name = util.basename(name) })
-  if r.infrastructure then ev:close() util.eprintf("kloop profile: %s\n", r.reason) return 1 end
+  local r, p = ev:evaluate_and_profile(src, { defines = defines, name = util.basename(name), metrics = opts.metrics })
+  ev:close()
+  if r.infrastructure then util.eprintf("kloop profile: %s\n", r.reason) return 1 end
   if r.verdict ~= "ok" then
-    ev:close()
     if opts.json then print(cjson.encode({ evaluation = r })) else check.print_result(r, name) end
     return 3
   end
-  local p = ev:profile(src, { defines = defines, name = util.basename(name), metrics = opts.metrics, time_ms = r.time_ms,
-    verified = true })
-  ev:close()
   if p.infrastructure then
     util.eprintf("kloop profile: %s\n", p.reason)
     return p.usage and 2 or 1
@@ -81,7 +62,6 @@ function M.main(argv)
     end
     return 1
   end
-  r.profile = p.profile
   if opts.json then
     r.samples = r.samples or {}
     print(cjson.encode(r))

@@ -379,8 +379,11 @@ local function prepare_rep(be, spec, case, s, flush)
   return ok, m, fatal
 end
 
-local function timed_rep(be, spec, case, kernels, params, s, flush)
+-- `before` (optional) runs between the preparation and the timed part (profiling
+-- starts its kernel records there).
+local function timed_rep(be, spec, case, kernels, params, s, flush, before)
   local ok, m, fatal = prepare_rep(be, spec, case, s, flush)
+  if ok and before then ok, m, fatal = before() end
   if ok then ok, m, fatal = be.timer_start() end
   if ok then ok, m, fatal = launch_plan(be, kernels, params) end
   if ok then ok, m, fatal = be.timer_stop() end
@@ -495,32 +498,27 @@ function M.profile(be, req)
     -- warm-up run first; each run is the timing's repetition, and only the records of
     -- the timed part count (the L2 flush kernel runs before it)
     local reps = {}
-    local okact, amsg, _, noperm = be.activity_start()
+    local okact, amsg = be.activity_start()
     if not okact then out.activity_error = amsg end
     for r = 0, okact and (req.reps or 3) or -1 do
-      local ok, msg, fatal = prepare_rep(be, spec, case, r % spec.nsets + 1, timing.flush)
-      if ok then ok, msg, fatal = be.sync() end
-      if ok then be.activity_take() end
-      local ms
-      if ok then ok, msg, fatal = be.timer_start() end
-      if ok then ok, msg, fatal = launch_plan(be, kernels, params) end
-      if ok then ok, msg, fatal = be.timer_stop() end
-      if ok then ms, msg, fatal = be.timer_read() end
+      local ms, tv, fatal = timed_rep(be, spec, case, kernels, params, r % spec.nsets + 1, timing.flush, function()
+        local ok, msg, f = be.sync() -- the flush kernel done, its record taken away
+        if ok then be.activity_take() end
+        return ok, msg, f
+      end)
       if not ms then
         be.activity_stop()
         be.unload(cand.mod)
-        return fail_with(cand, verdict(fatal and "crashed" or "launch_error", "profiled launch: " .. tostring(msg)), fatal)
+        return fail_with(cand, tv, fatal)
       end
       local recs, dropped = be.activity_take()
       if not recs then out.activity_error = dropped break end
-      local sum, kept = 0, {}
-      for _, k in ipairs(recs) do
-        if k.name ~= "kloop_l2_flush" then sum = sum + k.ms kept[#kept + 1] = k end
-      end
-      if r > 0 then reps[r] = { event_ms = ms, kernel_ms = sum, kernels = #kept, dropped = dropped } end
+      local sum = 0
+      for _, k in ipairs(recs) do sum = sum + k.ms end
+      if r > 0 then reps[r] = { event_ms = ms, kernel_ms = sum, kernels = #recs, dropped = dropped } end
       if r == 1 then
         out.activity_kernels = {}
-        for i, k in ipairs(kept) do out.activity_kernels[i] = { name = k.name, ms = k.ms, grid = k.grid, block = k.block } end
+        for i, k in ipairs(recs) do out.activity_kernels[i] = { name = k.name, ms = k.ms, grid = k.grid, block = k.block } end
       end
     end
     if okact then be.activity_stop() end

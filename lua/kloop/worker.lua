@@ -23,6 +23,10 @@ local function send(tbl)
   return C.kl_chan_send(4, s, #s, err) == 0
 end
 
+-- Requests that run candidates: each is the protocol function of the same name and
+-- always answers with a result table (a failing candidate is a verdict, not an error).
+local CANDIDATE_OPS = { evaluate = true, compare = true, profile = true }
+
 function M.main(args)
   cjson.encode_sparse_array(true)
   cjson.encode_invalid_numbers(true)
@@ -49,7 +53,7 @@ function M.main(args)
         elseif not ready then
           return { ok = false, error = "send hello first" }
         elseif req.op == "setup" then
-          if req.flush_cubin and be.set_flush_kernel and not be.flush_fn then
+          if req.flush_cubin and be.set_flush_kernel then
             local okf, ferr = be.set_flush_kernel(req.flush_cubin)
             if not okf then return { ok = false, error = ferr } end
           end
@@ -57,22 +61,14 @@ function M.main(args)
           if not r then return { ok = false, error = err } end
           r.ok = true
           return r
-        elseif req.op == "evaluate" then
-          local r = protocol.evaluate(be, req)
+        elseif CANDIDATE_OPS[req.op] then
+          local r = protocol[req.op](be, req)
           r.ok = true
           return r
         elseif req.op == "peaks" then
           if not be.measure_peaks then return { ok = false, error = "no peaks on the " .. backend_name .. " backend" } end
           local r, err = be.measure_peaks(req.cubin)
           if not r then return { ok = false, error = err } end
-          r.ok = true
-          return r
-        elseif req.op == "profile" then
-          local r = protocol.profile(be, req)
-          r.ok = true
-          return r
-        elseif req.op == "compare" then
-          local r = protocol.compare(be, req)
           r.ok = true
           return r
         end
