@@ -1,4 +1,4 @@
-/* kl_sys.c: small system helpers (clock, paths, hashing, randomness). */
+/* kl_sys.c: small system helpers (clock, paths, hashing, randomness, environment scrubbing). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "kl_internal.h"
+
+extern char **environ;
 
 double kl_now(void) {
   struct timespec ts;
@@ -82,4 +84,72 @@ const char *kl_dlsym_all(void *h, const kl_sym *syms, size_t n) {
     if (!*syms[i].slot) return syms[i].name;
   }
   return NULL;
+}
+
+/* The block the kernel copied the environment into at exec, [*start, *end): what
+   /proc/PID/environ shows, whatever setenv/unsetenv did to environ[] since. Fields
+   50 and 51 of /proc/self/stat (counted after the parenthesized command name, which
+   may itself hold spaces and parentheses). 0 when unknown. */
+static int env_block(char **start, char **end) {
+  char buf[4096];
+  FILE *f = fopen("/proc/self/stat", "re");
+  if (!f) return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  char *p = strrchr(buf, ')');
+  if (!p) return 0;
+  unsigned long long v[49];
+  int got = 0;
+  p++;
+  while (*p && got < 49) {
+    while (*p == ' ') p++;
+    if (!*p) break;
+    char *q;
+    v[got++] = strtoull(p, &q, 10);
+    if (q == p) { /* the state letter (field 3) is not a number */
+      while (*q && *q != ' ') q++;
+    }
+    p = q;
+  }
+  if (got < 49 || v[47] == 0 || v[48] <= v[47]) return 0;
+  *start = (char *)(uintptr_t)v[47];
+  *end = (char *)(uintptr_t)v[48];
+  return 1;
+}
+
+static int is_entry(const char *s, const char *name, size_t len) {
+  return strncmp(s, name, len) == 0 && s[len] == '=';
+}
+
+/* Forgets NAME: zeroes the value bytes of every NAME=... string in the exec-time block
+   (the only way to change /proc/PID/environ, which unsetenv leaves as it was) and of
+   the string environ[] points to now, then unsetenv()s it, so neither getenv, children
+   nor readers of /proc see it again. Read the value first: it is gone afterwards.
+   Returns the number of strings wiped (0: it was not set), or -1 for a bad name. */
+int kl_env_scrub(const char *name) {
+  if (!name || !*name || strchr(name, '=')) return -1;
+  size_t len = strlen(name);
+  int wiped = 0;
+  char *start = NULL, *end = NULL;
+  if (env_block(&start, &end)) {
+    for (char *s = start; s < end;) {
+      size_t n = strnlen(s, (size_t)(end - s));
+      if (n > len + 1 && is_entry(s, name, len)) {
+        memset(s + len + 1, 0, n - len - 1);
+        wiped++;
+      }
+      s += n + 1;
+    }
+  }
+  /* a copy made by setenv/putenv lives outside the block */
+  for (char **e = environ; e && *e; e++) {
+    if (is_entry(*e, name, len) && !(start && *e >= start && *e < end)) {
+      char *v = *e + len + 1;
+      size_t n = strlen(v);
+      if (n) { memset(v, 0, n); wiped++; }
+    }
+  }
+  unsetenv(name);
+  return wiped;
 }

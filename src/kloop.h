@@ -46,6 +46,7 @@ void kl_free(void *p);
 uint64_t kl_hash64(const void *data, size_t n, uint64_t seed); /* FNV-1a, 64 bit */
 int kl_getpid(void);
 int kl_random_bytes(void *buf, size_t n);  /* getrandom; kl_status */
+int kl_env_scrub(const char *name);         /* wipe NAME from environ and /proc/self/environ, unsetenv; copies wiped, -1 bad name */
 
 /* Line editing for the REPL: libedit when it can be opened, plain stdio otherwise. */
 int kl_line_init(const char *history_path); /* 1 when libedit is in use */

@@ -99,12 +99,16 @@ Ctx.__index = Ctx
 
 -- Evaluates one candidate: {source, defines, parent, proposer, ...}; returns result.
 function Ctx:evaluate(cand)
+  -- in the store before it runs: whatever the evaluation does to kloop, the candidate
+  -- and its LLM calls are kept, and --resume marks it crashed instead of running it again
+  if self.store then self.store:propose(self, cand) end
   local t0 = C.kl_now()
   local r = self.ev:evaluate(cand.source, { defines = cand.defines, name = cand.name,
     timing = { budget = self.opts.timing_budget } })
   self.busy = (self.busy or 0) + (C.kl_now() - t0)
   -- Ctrl-C during the evaluation (served inside some pcall on the way): the result may
-  -- be the interruption's, not the candidate's; it is not recorded
+  -- be the interruption's, not the candidate's; it is not recorded (the stored candidate
+  -- without an evaluation in a run that ended interrupted is evaluated again on resume)
   if C.kl_sigint_pending() > 0 then error("interrupted", 0) end
   cand.result = r
   cand.id = #self.history + 1
@@ -114,12 +118,32 @@ function Ctx:evaluate(cand)
     self.best = cand
     cand.improved = true
   end
-  -- recorded first: a profile (seconds) cut short by Ctrl-C must not lose the result
+  -- the evaluation, recorded before the profile: one (seconds) cut short by Ctrl-C must
+  -- not lose the result
   if self.store then self.store:record(self, cand) end
   local pmode = self.opts.profile
   if r.verdict == "ok" and (pmode == "all" or (pmode == "best" and cand.improved)) then self:profile(cand) end
   self:progress(cand)
   return r
+end
+
+-- The evaluator's sentinel found its worker untrustworthy and evaluated a candidate
+-- again: the result table changed in place. The new evaluation is stored beside the old
+-- one, and the verdict counts and the best follow it.
+function Ctx:reevaluated(result)
+  local cand
+  for _, c in ipairs(self.history) do if c.result == result then cand = c break end end
+  if not cand then return end
+  local prev = result.reevaluated and result.reevaluated.previous or {}
+  if prev.verdict then self.verdicts[prev.verdict] = math.max(0, (self.verdicts[prev.verdict] or 1) - 1) end
+  if self.verdicts[prev.verdict] == 0 then self.verdicts[prev.verdict] = nil end
+  self.verdicts[result.verdict] = (self.verdicts[result.verdict] or 0) + 1
+  self.best = nil
+  for _, c in ipairs(self.history) do
+    local r = c.result
+    if r.verdict == "ok" and (not self.best or r.time_ms < self.best.result.time_ms) then self.best = c end
+  end
+  if self.store then self.store:record(self, cand) end
 end
 
 -- Profiles a verified candidate with CUPTI (kloop.profile): its summary, also stored
@@ -253,7 +277,9 @@ function M.run(strategy, path, args)
   if opts.seed == 0 then opts.seed = rng.fresh_seed() end
   local ctx = setmetatable({ task = task, opts = opts, history = {}, verdicts = {}, t0 = C.kl_now(), done_keys = {},
     rng = rng.new(opts.seed), strategy = strategy, path = path, target = target, given = given }, Ctx)
-  ctx.ev = eval.new(task, { deadline = opts.deadline > 0 and opts.deadline or nil })
+  ctx.ev = eval.new(task, { deadline = opts.deadline > 0 and opts.deadline or nil,
+    on_reevaluate = function(result) ctx:reevaluated(result) end,
+    log = function(line) if not opts.quiet then util.eprintf("kloop: %s\n", line) end end })
   if not opts.no_store then
     local s, serr = require("kloop.run_store").open(ctx, opts.db ~= "" and opts.db or nil)
     if not s then util.eprintf("kloop: store: %s\n", serr) return 1 end
@@ -282,13 +308,23 @@ function M.run(strategy, path, args)
         if not ok then break end
       end
     end
-    if not ctx.opts.quiet then
-      print(string.format("resumed run %d: %d evaluations restored", ctx.run_id, #restored))
-    end
+  end
+  -- stored candidates whose evaluation a clean stop (Ctrl-C) cut short run again (the
+  -- baseline as the baseline, the rest after it), before anything new is proposed
+  local pending, pending_base = {}, nil
+  for _, cand in ipairs(ctx.store and ctx.store:pending() or {}) do
+    if cand.proposer == "baseline" then pending_base = pending_base or cand else pending[#pending + 1] = cand end
+  end
+  if ctx.store and ctx.store.resumed and not ctx.opts.quiet then
+    local s = ctx.store
+    print(string.format("resumed run %d: %d evaluations restored%s%s", ctx.run_id, #restored - s.crashed,
+      s.crashed > 0 and string.format(", %d marked crashed (kloop stopped during their evaluation)", s.crashed) or "",
+      #s.rerun > 0 and string.format(", %d interrupted evaluated again", #s.rerun) or ""))
   end
   if ok and not ctx.baseline then
     -- the baseline: the task's own kernel, so every speedup has a reference
-    local base = { source = task.source, proposer = "baseline", label = "baseline" }
+    local base = { source = task.source, proposer = "baseline", label = "baseline",
+      store_id = pending_base and pending_base.store_id }
     -- pipelining starts here: the model works on the first children while the worker
     -- starts, the reference is computed and the baseline is timed
     ok, msg = protected("prefetch", function()
@@ -300,9 +336,22 @@ function M.run(strategy, path, args)
       util.eprintf("kloop: the task's own kernel fails (%s: %s); speedups are not defined\n",
         base.result.verdict, base.result.reason or "")
     end
+  elseif ok and ctx.baseline.result.verdict ~= "ok" then
+    util.eprintf("kloop: the task's own kernel failed (%s: %s); speedups are not defined\n",
+      ctx.baseline.result.verdict, ctx.baseline.result.reason or "")
   end
   -- the loop itself runs protected too: Ctrl-C can land between two hook calls
   local okloop, lerr = xpcall(function()
+  for _, cand in ipairs(pending) do
+    if not ok or ctx:budget_spent() then break end
+    if C.kl_sigint_pending() > 0 then ok, msg = false, "interrupted" break end
+    local key = M.key(cand)
+    if not ctx.done_keys[key] then
+      ctx.done_keys[key] = true
+      ok, msg = protected("evaluate", function() ctx:evaluate(cand) end)
+      if ok then ok, msg = protected("on_result", strategy.on_result, ctx, cand, cand.result) end
+    end
+  end
   while ok do
     -- the Ctrl-C hook may have fired inside a pcall that swallowed it: the count stays
     if C.kl_sigint_pending() > 0 then ok, msg = false, "interrupted" break end

@@ -10,9 +10,12 @@
 -- attempts, retries, cached, truncated, prompt = {id, version}. A failed call is a
 -- handle with ok = false and a reason; nothing here raises on what a server sends.
 --
--- Secrets: API keys are read from the environment only, kept in a weak table keyed by
--- the endpoint (never a field of it, so printing or storing an endpoint shows no key),
--- put into a header at send time, and scrubbed from every reason and cached reply.
+-- Secrets: API keys are read from the environment only, once: the value is kept in
+-- this module and the variable wiped from the process environment (kl_env_scrub:
+-- environ, and the bytes /proc/PID/environ shows), so nothing later in this process or
+-- its children finds it. Each endpoint's key sits in a weak table keyed by the endpoint
+-- (never a field of it, so printing or storing an endpoint shows no key), is put into
+-- a header at send time, and is scrubbed from every reason and cached reply.
 -- Nothing here spawns processes; workers get a stripped environment (eval.worker_env).
 local core = require("kloop.core")
 local cjson = require("cjson")
@@ -57,17 +60,53 @@ M.prices = {
 }
 
 
--- endpoint -> key; weak, so a dropped endpoint takes its key with it
+-- endpoint -> key; weak, so a dropped endpoint drops its reference to the key
 local secrets = setmetatable({}, { __mode = "k" })
+
+-- The variables that hold keys; a `key_env` option names one more.
+M.KEY_VARS = { "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "KLOOP_LLM_API_KEY", "KLOOP_API_KEY" }
+local KEY_SET = {}
+for _, k in ipairs(M.KEY_VARS) do KEY_SET[k] = true end
+-- name -> value read from the environment, or false when it was unset at that read
+local env_keys = {}
+
+-- A key variable: read on first use, then wiped from the environment (the store is
+-- told the value first, so it still scrubs it from what it writes); later reads get
+-- the kept value. nil when unset or empty.
+local function read_key(name)
+  local v = env_keys[name]
+  if v == nil then
+    v = os.getenv(name) or false
+    if v == "" then v = false end
+    env_keys[name] = v
+    if v then
+      require("kloop.store").remember_secret(v)
+      C.kl_env_scrub(name)
+    end
+  end
+  return v or nil
+end
+
+-- Reads (and so wipes) every key variable, and `extra` if given.
+function M.take_keys(extra)
+  for _, k in ipairs(M.KEY_VARS) do read_key(k) end
+  if type(extra) == "string" and extra ~= "" then read_key(extra) end
+end
 
 -- ---- helpers ----
 
+-- env(name, is_key): a value of the environment, or of opts.env (tests) when given.
 local function getenv_fn(opts)
   if opts and type(opts.env) == "table" then
     local t = opts.env
     return function(k) local v = t[k] if v == "" then return nil end return v end
   end
-  return function(k) local v = os.getenv(k) if v == "" then return nil end return v end
+  return function(k, is_key)
+    if is_key or KEY_SET[k] then return read_key(k) end
+    local v = os.getenv(k)
+    if v == "" then return nil end
+    return v
+  end
 end
 
 -- Removes keys from text: the endpoint's own key, and (for reasons and logs, not for
@@ -165,7 +204,7 @@ local function resolve_one(o, env)
     key_env = o.key_env or "ANTHROPIC_API_KEY"
     base = env("ANTHROPIC_BASE_URL") or M.DEFAULT_ANTHROPIC_URL
   end
-  key = env(key_env)
+  key = env(key_env, true)
   if not key and (base == M.DEFAULT_OPENAI_URL or base == M.DEFAULT_ANTHROPIC_URL) then
     return nil, string.format("%s is not set: %s needs an API key (export %s=...), or use a local server with --llm-url",
       key_env, base, key_env)
@@ -190,6 +229,7 @@ end
 function M.config(opts)
   opts = opts or {}
   local env = getenv_fn(opts)
+  if type(opts.env) ~= "table" then M.take_keys(opts.key_env) end
   local list = {}
   if opts.endpoints then
     for i, e in ipairs(opts.endpoints) do

@@ -167,6 +167,15 @@ local function secrets_from_env()
   return env_secrets
 end
 
+-- A secret read elsewhere (kloop.llm keeps API keys it has wiped from the
+-- environment): scrubbed like the environment's own from now on.
+function M.remember_secret(v)
+  if type(v) ~= "string" or #v < 8 then return end
+  local list = secrets_from_env()
+  for _, x in ipairs(list) do if x == v then return end end
+  list[#list + 1] = v
+end
+
 local function has_key_shape(s)
   return s:find("sk%-[%w_%-][%w_%-][%w_%-][%w_%-][%w_%-][%w_%-][%w_%-][%w_%-]") ~= nil
 end

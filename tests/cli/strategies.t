@@ -73,3 +73,42 @@ Every evaluation is in the store as it happens; kill -9 in the middle of a run, 
   1
   $ sqlite3 resume.db "PRAGMA integrity_check"
   ok
+
+A candidate is in the store before its evaluation starts. Kill -9 while one is being
+evaluated (D=3 of this task spins past its 5 s deadline): it is stored, with its
+parameters and no evaluation; --resume marks it crashed, never runs it again, and
+finishes the budget:
+
+  $ export KLOOP_DB=$PWD/inflight.db KLOOP_CACHE=$PWD/inflight-cache
+  $ S="$KLOOP_SRC/tests/store/slow/slow.c"
+  $ D3="SELECT c.id FROM candidates c WHERE c.params_json = '{\"D\":3}'"
+  $ "$KLOOP" "$KLOOP_SRC/strategies/tune.lua" "$S" --budget 6 --seed 3 --timing-budget 0.02 --quiet > /dev/null 2>&1 &
+  $ for i in $(seq 400); do [ -n "$(sqlite3 inflight.db "$D3" 2>/dev/null)" ] && break; sleep 0.05; done
+  $ kill -9 $! && wait $! 2>/dev/null; echo "exit $?"
+  exit 137
+  $ sqlite3 inflight.db "SELECT c.params_json, c.proposer, (SELECT count(*) FROM evaluations e WHERE e.candidate_id = c.id) FROM candidates c WHERE c.id IN ($D3)"
+  {"D":3}|tune|0
+  $ kloop "$KLOOP_SRC/strategies/tune.lua" "$S" --resume 1 --timing-budget 0.02 --quiet=false | grep -E '^resumed|^run|D=3' | sed 's/ in .*//'
+  resumed run 1: * evaluations restored, 1 marked crashed (kloop stopped during their evaluation) (glob)
+  run done (budget: candidates) on slow_cpu: 6 candidates
+  $ sqlite3 inflight.db "SELECT e.verdict, e.reason FROM evaluations e WHERE e.candidate_id IN ($D3)"
+  crashed|kloop stopped during this candidate's evaluation (run resumed)
+  $ sqlite3 inflight.db "SELECT status, (SELECT count(*) FROM candidates), (SELECT count(*) FROM evaluations), (SELECT count(DISTINCT candidate_id) FROM evaluations) FROM runs"
+  done|7|7|7
+
+Ctrl-C is not the candidate's fault: an evaluation it cuts short is not recorded, the
+run ends interrupted, and --resume evaluates that candidate again (the same row):
+
+  $ export KLOOP_DB=$PWD/sigint.db
+  $ "$KLOOP" "$KLOOP_SRC/strategies/tune.lua" "$S" --budget 6 --seed 3 --timing-budget 0.02 --quiet > /dev/null 2>&1 & pid=$!
+  $ for i in $(seq 400); do [ -n "$(sqlite3 sigint.db "$D3" 2>/dev/null)" ] && break; sleep 0.05; done
+  $ kill -INT $pid; wait $pid; echo "exit $?"
+  exit 130
+  $ sqlite3 sigint.db "SELECT r.status, (SELECT count(*) FROM evaluations e WHERE e.candidate_id IN ($D3)) FROM runs r"
+  interrupted|0
+  $ kloop "$KLOOP_SRC/strategies/tune.lua" "$S" --resume 1 --timing-budget 0.02 --quiet=false | grep -E '^resumed|D=3'
+  resumed run 1: * evaluations restored, 1 interrupted evaluated again (glob)
+  [  *] timeout                               D=3 (glob)
+  $ sqlite3 sigint.db "SELECT e.verdict FROM evaluations e WHERE e.candidate_id IN ($D3); SELECT count(*) FROM candidates WHERE params_json = '{\"D\":3}'"
+  timeout
+  1

@@ -109,6 +109,76 @@ describe("prompt templates", function()
     assert.matches("^bad: unknown placeholder", merr)
   end)
 
+  it("shows a runtime verdict as kloop's numbers about the output, never the worker's words", function()
+    local SECRET = "sk-planted-SECRET"
+    -- what a host candidate that read a secret could put into every string of the reply
+    local function forged(verdict, evidence, extra)
+      local r = { verdict = verdict, reason = "boom " .. SECRET, output_tail = "printed " .. SECRET, evidence = evidence,
+        bound = SECRET, resources = { [SECRET] = { registers = SECRET, static_smem = 1024 }, gemm = { registers = 32 } } }
+      for k, v in pairs(extra or {}) do r[k] = v end
+      return { source = task.source, result = r }
+    end
+    local cases = {
+      forged("wrong", { case = "check1", set = 2, arg = "C", size = { M = 67, N = 45, K = 33, [SECRET] = 1 },
+        rel_err = 0.25, bad = 12, index = 7, out = 1.5, ref = 2.25 }),
+      forged("wrong", { case = SECRET, set = SECRET, arg = SECRET, phase = SECRET, rel_err = SECRET, index = SECRET }),
+      forged("nan", { case = "bench", set = 1, arg = "C", count = 3, index = 0 }),
+      forged("unwritten", { case = "check2", arg = "C", count = 5, index = 9 }),
+      forged("inputs_modified", { case = "check1", arg = "A", index = 4 }),
+      forged("nondeterministic", { case = "bench", arg = "C", index = 2 }),
+      forged("crashed", {}, { reason = "worker exited on signal 11 " .. SECRET }),
+      forged("crashed", {}, { reason = "signal 31 " .. SECRET }),
+      forged("timeout", {}, { reason = "no answer within 5 s: " .. SECRET }),
+      forged("launch_error", { case = "bench" }, { reason = "CUDA_ERROR_ILLEGAL_ADDRESS " .. SECRET }),
+      forged("too_fast", {}, { time_ms = 0.001, floor_ms = 0.5 }),
+      forged(SECRET, {}),
+      forged("ok", {}, { time_ms = 1.5, reps = 40 }),
+    }
+    local texts = {}
+    for i, parent in ipairs(cases) do
+      local ctx = prompt.context({ task = task, gpu = GPU, parent = parent, best = parent,
+        attempts = { { label = "try", result = parent.result } } })
+      for _, id in ipairs({ "optimize", "fix_compile", "fix_wrong" }) do
+        for _, m in ipairs(assert(prompt.messages(assert(prompt.load(id)), ctx))) do
+          assert.is_nil(m.content:find("SECRET", 1, true), string.format("case %d, %s: %s", i, id, m.content))
+        end
+      end
+      texts[i] = ctx.parent.reason
+    end
+    -- the evidence itself is there, as numbers and the task's own names
+    assert.are.equal("C (check1: M=67, N=45, K=33; input set 2): relative error 0.25 (limit 1e-05), 12 elements off; "
+      .. "worst at element 7: 1.5 vs 2.25 (reference)", texts[1])
+    assert.are.equal("an output: ", texts[2]:sub(1, 11))
+    assert.matches("3 NaN/Inf elements in C %(bench", texts[3])
+    assert.matches("5 elements of C %(check2%) were never written %(first at element 9%)", texts[4])
+    assert.matches("input was changed by the kernel: A %(check1%)", texts[5])
+    assert.matches("signal 11, SIGSEGV", texts[7])
+    assert.matches("forbidden system call", texts[8])
+    assert.matches("within 5 s", texts[9])
+    assert.matches("on bench: CUDA_ERROR_ILLEGAL_ADDRESS$", texts[10])
+    assert.matches("below the physical floor 0.5 ms", texts[11])
+    local ctx = prompt.context({ task = task, parent = cases[12] })
+    assert.are.equal("invalid", ctx.parent.verdict)
+    ctx = prompt.context({ task = task, parent = cases[1] })
+    assert.is_false(ctx.parent.bound)
+    assert.matches("- gemm: 32 registers/thread", ctx.parent.resources)
+    assert.matches("- kernel 2: 1 KiB static shared", ctx.parent.resources)
+  end)
+
+  it("keeps compile logs and compile reasons bounded, without absolute paths", function()
+    local lines = {}
+    for i = 1, 30 do lines[i] = string.format("/home/someone/.secret/dir/kernel.cu(%d): error: %s", i, string.rep("x", 300)) end
+    local ctx = prompt.context({ task = task, parent = { source = "x", result = { verdict = "compile_error",
+      reason = "does not compile", compile_log = table.concat(lines, "\n") } } })
+    assert.is_true(#ctx.parent.compile_log <= prompt.LOG_MAX_BYTES + 40)
+    assert.matches("more bytes%)$", ctx.parent.compile_log)
+    assert.is_nil(ctx.parent.compile_log:find("/home/someone", 1, true))
+    assert.are.equal("does not compile", ctx.parent.reason)
+    ctx = prompt.context({ parent = { source = "x", result = { verdict = "rejected",
+      reason = "#include </etc/hostname>: only the task's own headers" } } })
+    assert.is_nil(ctx.parent.reason:find("/etc/", 1, true))
+  end)
+
   it("keeps long compile logs to the errors", function()
     local lines = {}
     for i = 1, 200 do lines[i] = "note line " .. i end

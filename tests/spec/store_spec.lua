@@ -474,3 +474,52 @@ describe("kloop.store_cmd", function()
     assert.are.equal("@@ -0,0 +1 @@\n+x\n", (store_cmd.unified("", "x\n")))
   end)
 end)
+
+describe("API keys in kloop's own environment", function()
+  it("are gone from /proc/self/environ, getenv and children once the LLM config read them, and still work", function()
+    local planted = "sk-kloop-planted-" .. string.format("%08x", math.random(0, 0x7fffffff))
+    local aplanted = "sk-ant-planted-" .. string.format("%08x", math.random(0, 0x7fffffff))
+    local local_key = "local-planted-" .. string.format("%08x", math.random(0, 0x7fffffff))
+    -- the environment is the child's: it is started with the keys, and reports on itself
+    local script = tmp .. "/keys.lua"
+    util.write_file(script, string.format([[
+local util, C, ffi = require("kloop.util"), require("kloop.core").C, require("ffi")
+local function environ() return util.read_file("/proc/self/environ") or "" end
+local function has(s) return (s:find(%q, 1, true) or s:find(%q, 1, true) or s:find(%q, 1, true)) and "yes" or "no" end
+print("before " .. has(environ()))
+local llm = require("kloop.llm")
+local mock = assert(dofile(%q).start())
+local eps = assert(llm.config({ model = "gpt-4o", llm_url = mock.openai_url, key_env = "KLOOP_LLM_API_KEY" }))
+print("environ " .. has(environ()))
+print("getenv " .. has((os.getenv("OPENAI_API_KEY") or "") .. (os.getenv("ANTHROPIC_API_KEY") or "")
+  .. (os.getenv("KLOOP_LLM_API_KEY") or "")))
+-- a child given the whole environment (no filter) inherits none of them
+local argv = ffi.new("const char*[2]")
+argv[0] = "/usr/bin/env"
+local p, err = ffi.new("kl_proc"), ffi.new("kl_err")
+assert(C.kl_proc_spawn(p, argv, nil, err) == 0, ffi.string(err.msg))
+C.kl_proc_close(p, 5000)
+local out = ffi.string(p.tail, p.tail_len)
+print("child " .. (out:find("PATH=", 1, true) and has(out) or "silent"))
+-- read again (a second config) the kept keys still serve, and travel in the header
+local again = assert(llm.config({ model = "claude-x" }))
+print("again " .. again[1].api .. " " .. tostring(again[1].has_key))
+local h = llm.session({ no_cache = true }):complete(eps[1], { { role = "user", content = "hi" } })
+local req = mock:stats().requests[1]
+print("header " .. tostring(h.ok) .. " " .. tostring(req.headers.authorization == "Bearer " .. %q))
+print("store scrubs " .. require("kloop.store").scrub_text("x " .. %q .. " y"))
+mock:stop()
+]], planted, aplanted, local_key, "tests/mock_llm/mock.lua", local_key, local_key))
+    local cmd = string.format("OPENAI_API_KEY=%s ANTHROPIC_API_KEY=%s KLOOP_LLM_API_KEY=%s %s %s 2>&1; echo rc=$?",
+      planted, aplanted, local_key, util.shell_quote(core.exe_path()), util.shell_quote(script))
+    local out = util.capture(cmd)
+    assert.matches("rc=0", out, 1, true)
+    assert.matches("before yes", out, 1, true) -- the check sees a planted key while it is there
+    assert.matches("environ no", out, 1, true)
+    assert.matches("getenv no", out, 1, true)
+    assert.matches("child no", out, 1, true)
+    assert.matches("again anthropic true", out, 1, true)
+    assert.matches("header true true", out, 1, true)
+    assert.matches("store scrubs x [scrubbed] y", out, 1, true)
+  end)
+end)
