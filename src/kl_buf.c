@@ -269,6 +269,58 @@ void kl_buf_poison(void *p, size_t bytes, uint32_t word) {
   }
 }
 
+/* ---- guard zones and digests ----
+   Cheap 32-bit mixing (murmur3's finalizer): the GPU kernel does the same per word, and a
+   sum is order-independent, so a parallel reduction agrees with this loop exactly. The
+   key of word i depends on i and the seed, so moved or swapped words change a digest. */
+
+static inline uint32_t fmix32(uint32_t h) {
+  h ^= h >> 16;
+  h *= 0x85EBCA6Bu;
+  h ^= h >> 13;
+  h *= 0xC2B2AE35u;
+  h ^= h >> 16;
+  return h;
+}
+
+static inline uint32_t pos_key(uint64_t i, uint64_t seed) {
+  return fmix32((uint32_t)i * 0x9E3779B1u + (uint32_t)(i >> 32) * 0x7FEB352Du + (uint32_t)seed);
+}
+
+uint32_t kl_guard_word(uint64_t i, uint64_t seed) { return fmix32(pos_key(i, seed) ^ (uint32_t)(seed >> 32)); }
+
+void kl_guard_fill(void *p, size_t nwords, uint64_t seed) {
+  uint32_t *w = p;
+  for (size_t i = 0; i < nwords; i++) w[i] = kl_guard_word(i, seed);
+}
+
+uint64_t kl_digest(const void *p, size_t nwords, uint64_t seed) {
+  const uint32_t *w = p;
+  uint64_t acc = 0;
+  for (size_t i = 0; i < nwords; i++) acc += fmix32(w[i] ^ pos_key(i, seed));
+  return acc;
+}
+
+void kl_regions_check(const kl_region *r, int n, kl_region_result *out) {
+  for (int k = 0; k < n; k++) {
+    const uint32_t *w = (const uint32_t *)(uintptr_t)r[k].ptr;
+    uint64_t value = 0, first = 0;
+    if (r[k].mode == KL_REGION_DIGEST) {
+      value = kl_digest(w, r[k].nwords, r[k].seed);
+    } else {
+      for (uint64_t i = 0; i < r[k].nwords; i++) {
+        uint32_t want = r[k].mode == KL_REGION_GUARD ? kl_guard_word(i, r[k].seed) : r[k].word;
+        if (w[i] != want) {
+          if (value == 0) first = ~i;
+          value++;
+        }
+      }
+    }
+    out[k].value = value;
+    out[k].first = first;
+  }
+}
+
 /* ---- hash ---- */
 
 static inline uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }

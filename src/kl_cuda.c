@@ -41,6 +41,7 @@ static struct {
   CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
   CUresult (*MemsetD32)(CUdeviceptr, unsigned, size_t);
   CUresult (*MemGetInfo)(size_t *, size_t *);
+  CUresult (*CtxSetLimit)(CUlimit, size_t);
   CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                            unsigned, CUstream, void **, void **);
   CUresult (*EventCreate)(CUevent *, unsigned);
@@ -95,6 +96,7 @@ int kl_cuda_load(kl_err *err) {
     {(void **)&d.MemcpyDtoD, "cuMemcpyDtoD_v2"},
     {(void **)&d.MemsetD32, "cuMemsetD32_v2"},
     {(void **)&d.MemGetInfo, "cuMemGetInfo_v2"},
+    {(void **)&d.CtxSetLimit, "cuCtxSetLimit"},
     {(void **)&d.LaunchKernel, "cuLaunchKernel"},
     {(void **)&d.EventCreate, "cuEventCreate"},
     {(void **)&d.EventRecord, "cuEventRecord"},
@@ -324,5 +326,10 @@ int kl_cuda_event_elapsed_ms(void *start, void *end, float *ms, kl_err *err) {
 
 int kl_cuda_mem_info(size_t *free_bytes, size_t *total_bytes, kl_err *err) {
   CU(d.MemGetInfo(free_bytes, total_bytes), "cuMemGetInfo");
+  return KL_OK;
+}
+
+int kl_cuda_set_heap_limit(size_t bytes, kl_err *err) {
+  CU(d.CtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, bytes), "cuCtxSetLimit(MALLOC_HEAP_SIZE)");
   return KL_OK;
 }

@@ -369,8 +369,11 @@ static void child_main(int req_r, int rep_w, int out_w, int st_w, pid_t parent,
   int hi[5] = {-1, -1, -1, -1, -1};
   int src[5];
 
-  /* Own process group, so kl_proc_kill reaches anything the worker forks. */
-  setpgid(0, 0);
+  /* Own session, hence own process group (kl_proc_kill's kill(-pid) reaches anything
+     the worker forks) and no controlling terminal: a worker cannot open /dev/tty,
+     push input into the user's terminal or get its signals. setsid fails only for a
+     group leader, which the fresh child is not (the parent does not setpgid it). */
+  if (setsid() < 0) goto fail;
   /* Die with the parent instead of lingering on the GPU. Tied to the forking
      thread: spawn from a thread that outlives its workers (kloop: the main one). */
   prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -488,8 +491,10 @@ int kl_proc_spawn(kl_proc *p, const char *const *argv, const char *const *env_ke
   }
   if (pid == 0) child_main(req[0], rep[1], out[1], st[1], parent, argv, envp);
 
-  /* Also set the group from this side, so kill(-pid) works even before the child runs. */
-  setpgid(pid, pid);
+  /* No setpgid(pid, pid) from this side: it would race the child's setsid. The child
+     has its own group before exec, and this function returns only after the exec (or
+     the child's report), so kill(-pid) finds the group; before that, kl_proc_kill's
+     kill(pid) still reaches it. */
   close_fd(&req[0]);
   close_fd(&rep[1]);
   close_fd(&out[1]);

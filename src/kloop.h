@@ -112,6 +112,8 @@ int kl_cuda_event_create(void **ev, kl_err *err);
 int kl_cuda_event_record(void *ev, kl_err *err);
 int kl_cuda_event_elapsed_ms(void *start, void *end, float *ms, kl_err *err);
 int kl_cuda_mem_info(size_t *free_bytes, size_t *total_bytes, kl_err *err);
+/* The device heap (in-kernel malloc) of the current context, before any kernel uses it. */
+int kl_cuda_set_heap_limit(size_t bytes, kl_err *err);
 
 /* NVML, opened with dlopen: clocks and throttling around timings. */
 typedef struct kl_gpu_sample {
@@ -237,6 +239,36 @@ int kl_buf_compare(const void *out, kl_dtype out_t, const void *ref, kl_dtype re
 int64_t kl_buf_first_diff(const void *a, const void *b, kl_dtype t, size_t n);
 int kl_buf_convert(const void *src, kl_dtype src_t, void *dst, kl_dtype dst_t, size_t n);
 
+/* Guard zones and state digests. A region is a run of 32-bit words checked in one of
+   three modes; kloop's CUDA kernel (kloop.eval.check_source) computes the same values
+   on the device, bit for bit. value: mode DIGEST an order-independent sum of a per-word
+   mix (position and seed dependent); modes GUARD and CONST the number of words that
+   differ from the pattern, and then first = the lowest such index. */
+typedef enum kl_region_mode {
+  KL_REGION_DIGEST = 0, /* data: compare value with the digest of host truth */
+  KL_REGION_GUARD = 1,  /* guard zone: word i must be kl_guard_word(i, seed) */
+  KL_REGION_CONST = 2   /* every word must equal `word` */
+} kl_region_mode;
+
+typedef struct kl_region {
+  uint64_t ptr;     /* address of the first word (host or device) */
+  uint64_t nwords;
+  uint64_t seed;
+  uint32_t mode;    /* a kl_region_mode */
+  uint32_t word;    /* KL_REGION_CONST's word */
+} kl_region;
+
+typedef struct kl_region_result {
+  uint64_t value;   /* digest, or count of changed words */
+  uint64_t first;   /* ~index of the first changed word (0: none), as the GPU reduces it */
+} kl_region_result;
+
+uint32_t kl_guard_word(uint64_t i, uint64_t seed);
+void kl_guard_fill(void *p, size_t nwords, uint64_t seed);
+uint64_t kl_digest(const void *p, size_t nwords, uint64_t seed);
+/* Checks regions of host memory (the host backend; the reference for the GPU kernel). */
+void kl_regions_check(const kl_region *r, int n, kl_region_result *out);
+
 /* Worker processes: framed messages over pipes, output captured apart. */
 typedef struct kl_proc {
   int pid;
@@ -268,9 +300,14 @@ int kl_host_symbol(void *handle, const char *name, void **fn, kl_err *err);
 int kl_host_unload(void *handle);
 void *kl_host_alloc(size_t bytes);   /* 64-byte aligned; NULL when out of memory */
 void kl_host_free(void *p);
-/* rlimits (address space, CPU seconds, no core, no file growth) and a seccomp filter
-   that kills the process on exec, fork, sockets, tracing and file-system writes. */
-int kl_sandbox_enter(int64_t max_bytes, int cpu_seconds, kl_err *err);
+/* rlimits (address space, CPU seconds, no core, no file growth) and a seccomp
+   allow-list that kills the process on any other system call (docs/SECURITY.md).
+   read_dirs (NUL-separated, ended by an empty name; NULL: no confinement) are the
+   folders whose files stay readable once Landlock confines the worker, which happens
+   at the first kl_host_load, adding that object's folder (the compile cache).
+   *landlock_abi: the kernel's Landlock ABI (> 0), or -errno where it has none. */
+int kl_sandbox_enter(int64_t max_bytes, int cpu_seconds, const char *read_dirs, int *landlock_abi,
+                     kl_err *err);
 
 /* SQLite, a thin layer so the store (lua/kloop/store.lua) reaches it through this
    header. Opening sets WAL, synchronous=FULL and a busy timeout. */

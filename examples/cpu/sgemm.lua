@@ -14,5 +14,4 @@ return kloop.task {
   reference = { source = "sgemm_ref.c", entry = "sgemm_ref", precision = "f64" },
   tolerance = { rel = 1e-5 },
   cost = function(s) return { flops = 2 * s.M * s.N * s.K, bytes = 4 * (s.M * s.K + s.K * s.N + s.M * s.N) } end,
-  deadline = 60,
 }

@@ -16,5 +16,4 @@ return kloop.task {
   tolerance = { rel = 1e-5 },
   params = { TI = { 8, 16, 32, 64 }, TJ = { 32, 64, 128, 256 }, TK = { 16, 32, 64, 128 } },
   cost = function(s) return { flops = 2 * s.M * s.N * s.K, bytes = 4 * (s.M * s.K + s.K * s.N + s.M * s.N) } end,
-  deadline = 60,
 }

@@ -49,6 +49,10 @@ function M.init(req)
   ok, msg = check(C.kl_cuda_alloc(flush_bytes, p, err))
   if not ok then return nil, msg end
   M.flush_ptr, M.flush_words = p[0], flush_bytes / 4
+  -- The device heap (in-kernel malloc) is small unless the task asks for more: it is
+  -- the one place a kernel's data outlives its module (docs/TASKS.md).
+  ok, msg = check(C.kl_cuda_set_heap_limit(req.device_heap or 2^20, err))
+  if not ok then return nil, msg end
   M.ev0 = ffi.new("void*[1]")
   M.ev1 = ffi.new("void*[1]")
   ok, msg = check(C.kl_cuda_event_create(M.ev0, err))
@@ -284,6 +288,52 @@ end
 function M.flush_cache()
   if not M.flush_fn then return nil, "no L2 flush kernel: the setup request brings it" end
   return M.launch(M.flush_fn, M.flush_grid, { 256, 1, 1 }, 0, M.flush_params)
+end
+
+-- The state-check kernel (kloop.eval.check_source, compiled by the parent) and its two
+-- small buffers: region descriptors in, results out.
+M.max_regions = 4096
+function M.set_check_kernel(path)
+  if M.check_fn then return true end
+  local mod, msg = M.load(path)
+  if not mod then return nil, "state-check kernel: " .. msg end
+  local fn, ferr = M.func(mod, "kloop_check_regions")
+  if not fn then return nil, "state-check kernel: " .. ferr end
+  local desc, e1 = M.alloc(M.max_regions * ffi.sizeof("kl_region"))
+  local res, e2 = M.alloc(M.max_regions * ffi.sizeof("kl_region_result"))
+  if not (desc and res) then return nil, "state-check kernel: " .. tostring(e1 or e2) end
+  M.check_mod, M.check_fn, M.check_desc, M.check_res = mod, fn, desc, res
+  M.check_slots = { ffi.new("uint64_t[1]", desc), ffi.new("uint64_t[1]", res) }
+  M.check_params = ffi.new("void*[2]", M.check_slots)
+  return true
+end
+
+-- Checks n regions (kl_region arr[n]) into out (kl_region_result[n]): descriptors copied
+-- in, results zeroed, one launch, results copied back (the copy waits for the kernel).
+function M.check_regions(arr, n, out)
+  if not M.check_fn then return nil, "no state-check kernel: the setup request brings it" end
+  if n == 0 then return true end
+  if n > M.max_regions then return nil, "too many regions to check (" .. n .. ")" end
+  local most = 0
+  for k = 0, n - 1 do most = math.max(most, tonumber(arr[k].nwords)) end
+  local ok, msg, fatal = M.h2d(M.check_desc, arr, n * ffi.sizeof("kl_region"))
+  if ok then ok, msg, fatal = M.fill32(M.check_res, 0, n * ffi.sizeof("kl_region_result") / 4) end
+  local gx = math.max(1, math.min(M.info.sm_count * 4, math.ceil(most / (256 * 8))))
+  if ok then ok, msg, fatal = M.launch(M.check_fn, { gx, n, 1 }, { 256, 1, 1 }, 0, M.check_params) end
+  if ok then ok, msg, fatal = M.d2h(out, M.check_res, n * ffi.sizeof("kl_region_result")) end
+  return ok, msg, fatal
+end
+
+-- The backend's own device state a candidate could reach: the L2 flush scratch (zeros).
+function M.state_regions()
+  if not M.flush_ptr then return {} end
+  return { { ptr = M.flush_ptr, nwords = M.flush_words, mode = C.KL_REGION_CONST, word = 0,
+    what = "kloop's L2 flush buffer" } }
+end
+
+function M.restore_state()
+  if not M.flush_ptr then return true end
+  return check(C.kl_cuda_fill32(M.flush_ptr, 0, M.flush_words, err))
 end
 
 function M.timer_start() return check(C.kl_cuda_event_record(M.ev0[0], err)) end

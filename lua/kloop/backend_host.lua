@@ -36,12 +36,24 @@ function M.init(req)
   -- task asks for cold caches.
   M.flush_bytes = 64 * 2^20
   M.flush_ptr = C.kl_host_alloc(M.flush_bytes)
-  local ok, msg = check(C.kl_sandbox_enter(opts.max_bytes or 16 * 2^30, opts.cpu_seconds or 600, err))
+  -- What a loaded candidate may still read once Landlock confines the worker: the
+  -- loader's folders and cache, and the CPU list libgomp and sysconf read. The folder of
+  -- the first object loaded (kloop's compile cache) is added then, by kl_host_load:
+  -- this worker's environment does not say where the cache is.
+  local read_dirs = { "/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/local/lib", "/etc/ld.so.cache",
+    "/sys/devices/system/cpu" }
+  local abi = ffi.new("int[1]")
+  local ok, msg = check(C.kl_sandbox_enter(opts.max_bytes or 16 * 2^30, opts.cpu_seconds or 600,
+    table.concat(read_dirs, "\0") .. "\0", abi, err))
   if not ok then
     if not opts.allow_unsandboxed then return nil, "sandbox: " .. msg end
     M.info.sandbox = "off (" .. msg .. ")"
+  elseif abi[0] > 0 then
+    M.info.sandbox = "seccomp allow-list + rlimits + Landlock (file reads confined to the compile cache and system libraries)"
   else
-    M.info.sandbox = "seccomp + rlimits"
+    local why = ({ [38] = "the kernel has no Landlock", [95] = "Landlock is not an enabled LSM (lsm= boot option)",
+      [1] = "refused (a container's seccomp policy?)" })[-abi[0]] or ("errno " .. -abi[0])
+    M.info.sandbox = "seccomp allow-list + rlimits; file reads not confined (Landlock unavailable: " .. why .. ")"
   end
   return M.info
 end
@@ -108,6 +120,12 @@ end
 function M.launch(fn, grid, block, smem, params)
   local a = unpack_params(params)
   fn(unpack(a, 1, #M.args))
+  return true
+end
+
+-- Guard zones and digests: the same computation as the CUDA backend's kernel, in C.
+function M.check_regions(arr, n, out)
+  C.kl_regions_check(arr, n, out)
   return true
 end
 

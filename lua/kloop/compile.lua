@@ -81,6 +81,13 @@ function M.cache_dir()
     if not base or base == "" then base = (os.getenv("HOME") or "/tmp") .. "/.cache" end
     d = base .. "/kloop"
   end
+  -- absolute: workers load from here, and a sandboxed host worker may not ask for its
+  -- working folder (getcwd is outside its allow-list)
+  if d:sub(1, 1) ~= "/" then
+    local cwd = os.getenv("PWD")
+    if not cwd or cwd == "" then cwd = util.capture("pwd"):gsub("%s+$", "") end
+    d = cwd .. "/" .. d
+  end
   return d .. "/cubin"
 end
 
@@ -104,6 +111,30 @@ function M.parse_resources(log)
     end
   end
   return res
+end
+
+-- Bytes of static device data (__device__ variables: .nv.global and .nv.global.init)
+-- in a cubin, read from its ELF section headers; nil, why when it is not an ELF64 image.
+function M.static_data_bytes(image)
+  local ffi = require("ffi")
+  if type(image) ~= "string" or #image < 64 or image:sub(1, 5) ~= "\127ELF\2" then return nil, "not an ELF64 image" end
+  local p = ffi.cast("const uint8_t*", image)
+  local function u16(o) return p[o] + 256 * p[o + 1] end
+  local function u32(o) return u16(o) + 65536 * u16(o + 2) end
+  local function u64(o) return u32(o) + 4294967296 * u32(o + 4) end
+  local shoff, shentsize, shnum, shstrndx = u64(0x28), u16(0x3A), u16(0x3C), u16(0x3E)
+  if shentsize < 64 or shoff + shnum * shentsize > #image or shstrndx >= shnum then return nil, "bad section table" end
+  local stroff = u64(shoff + shstrndx * shentsize + 24)
+  local total = 0
+  for k = 0, shnum - 1 do
+    local h = shoff + k * shentsize
+    local nameoff = stroff + u32(h)
+    if nameoff < #image then
+      local name = image:match("^[^%z]*", nameoff + 1)
+      if name == ".nv.global" or name == ".nv.global.init" then total = total + u64(h + 32) end
+    end
+  end
+  return total
 end
 
 -- The log the user (and the LLM) sees: ptxas chatter removed, host paths hidden.

@@ -41,6 +41,46 @@ extern "C" __global__ void kloop_l2_flush(const float4 *buf, unsigned long long 
 }
 ]]
 
+-- Guard zones and state digests on the GPU (kl_regions_check in src/kl_buf.c is the
+-- same computation on the host): blockIdx.y picks a region, the blocks of a row share it.
+-- The descriptors are copied in right before each launch, so a candidate that ran
+-- earlier cannot have changed what is checked; results are zeroed the same way.
+M.check_source = [[
+struct kl_region { unsigned long long ptr, nwords, seed; unsigned mode, word; };
+struct kl_region_result { unsigned long long value, first; };
+__device__ __forceinline__ unsigned kl_fmix32(unsigned h) {
+  h ^= h >> 16; h *= 0x85EBCA6Bu; h ^= h >> 13; h *= 0xC2B2AE35u; h ^= h >> 16; return h;
+}
+__device__ __forceinline__ unsigned kl_pos_key(unsigned long long i, unsigned long long seed) {
+  return kl_fmix32((unsigned)i * 0x9E3779B1u + (unsigned)(i >> 32) * 0x7FEB352Du + (unsigned)seed);
+}
+extern "C" __global__ void kloop_check_regions(const kl_region *regs, kl_region_result *out) {
+  const kl_region g = regs[blockIdx.y];
+  const unsigned *w = (const unsigned *)g.ptr;
+  unsigned long long acc = 0, first = 0;
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < g.nwords;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    unsigned v = w[i];
+    unsigned k = kl_pos_key(i, g.seed);
+    if (g.mode == 0) {
+      acc += kl_fmix32(v ^ k);
+    } else {
+      unsigned want = g.mode == 1 ? kl_fmix32(k ^ (unsigned)(g.seed >> 32)) : g.word;
+      if (v != want) { acc += 1; if (first < ~i) first = ~i; }
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    acc += __shfl_down_sync(0xffffffffu, acc, o);
+    unsigned long long f = __shfl_down_sync(0xffffffffu, first, o);
+    if (f > first) first = f;
+  }
+  if ((threadIdx.x & 31) == 0) {
+    if (acc) atomicAdd(&out[blockIdx.y].value, acc);
+    if (first) atomicMax(&out[blockIdx.y].first, first);
+  }
+}
+]]
+
 local Evaluator = {}
 Evaluator.__index = Evaluator
 
@@ -69,7 +109,10 @@ end
 -- The concrete task the worker sees: numbers only, no Lua functions.
 function Evaluator:spec()
   local task = self.task
+  -- guard patterns and digests are keyed by the run secret: a candidate cannot know them
+  local gkey = self.secret .. "/guards"
   local spec = { args = {}, cases = {}, nsets = self.nsets, tolerance = task.tolerance,
+    guard_seed = tonumber(C.kl_hash64(gkey, #gkey, 0) % 0x10000000000000ULL),
     reference = { entry = task.reference.entry or task.entry, precision = task.reference.precision or "f32" } }
   for i, a in ipairs(task.args) do
     spec.args[i] = { name = a.name, dtype = a.dtype, pointer = a.pointer, role = a.role, dists = a.dists }
@@ -88,8 +131,36 @@ function Evaluator:spec()
   return spec
 end
 
-function Evaluator:deadline()
-  return self.opts.deadline or self.task.deadline or 120
+-- How long one request may take, and where that figure comes from. A fixed deadline
+-- (the run's --deadline, else the task's) wins; otherwise, once the baseline has been
+-- timed, it follows from the work: the launches the request makes, each estimated from
+-- the baseline's bench time scaled by the cost model, times a generous factor, plus the
+-- timing budget and a floor. Before the baseline: 120 s.
+M.DEADLINE_FLOOR, M.DEADLINE_FACTOR, M.DEADLINE_FIRST = 5, 4, 120
+
+function Evaluator:deadline(op, timing)
+  if self.opts.deadline then return self.opts.deadline, "the run's --deadline" end
+  if self.task.deadline then return self.task.deadline, "the task's deadline" end
+  local ref = self.work_ref
+  if not ref then return M.DEADLINE_FIRST, "the first evaluation's default" end
+  local factor = self.opts.deadline_factor or self.task.deadline_factor or M.DEADLINE_FACTOR
+  local bench = self.task.cost(self.task.sizes.bench)
+  local function scale(size)
+    local c = self.task.cost(size)
+    return math.max(c.flops / math.max(bench.flops, 1), c.bytes / math.max(bench.bytes, 1), 0.01)
+  end
+  -- verification: every size x (sets + a repeat); timing: at least min_reps, checks included
+  local launches = 0
+  for _, case in ipairs(taskmod.cases(self.task)) do launches = launches + (self.nsets + 1) * scale(case.size) end
+  timing = timing or {}
+  local reps = (timing.min_reps or 5) + 3
+  local ncand = op == "compare" and 2 or 1
+  if op == "profile" then reps = reps + 4 + 16 end -- activity runs and metric passes
+  local work = ncand * (launches + reps) * ref.ms * 1e-3
+  local budget = ncand * (timing.budget or 2.0)
+  local s = M.DEADLINE_FLOOR + factor * work + 2 * budget
+  return s, string.format("%.0fx the expected work (%.1f launches at the baseline's %.3f ms) + %.1f s of timing + %d s",
+    factor, ncand * (launches + reps), ref.ms, 2 * budget, M.DEADLINE_FLOOR)
 end
 
 local function exe_path()
@@ -191,7 +262,7 @@ function Evaluator:start()
   local ok, err = self:spawn()
   if not ok then return nil, "cannot start a worker: " .. err end
   local hello, kind, msg = self:request({ op = "hello", device = self.opts.device or 0,
-    sandbox = self.opts.sandbox }, 60)
+    sandbox = self.opts.sandbox, device_heap = self.task.device_heap }, 60)
   if not hello then return nil, "worker did not start (" .. kind .. "): " .. msg .. "\n" .. self:output_tail() end
   if not hello.ok then self:kill() return nil, hello.error end
   self.gpu = hello.gpu
@@ -207,7 +278,7 @@ function Evaluator:start()
     self.ref_job = job
   end
   self.task_spec = self.task_spec or self:spec()
-  local flush_cubin
+  local flush_cubin, check_cubin
   if self:backend() == "cuda" then
     local fj = compile.compile(M.flush_source, { arch = self.arch, name = "kloop_l2_flush.cu" })
     if not fj.ok then
@@ -215,11 +286,17 @@ function Evaluator:start()
       return nil, "kloop's L2 flush kernel does not compile:\n" .. compile.filter_log(fj.log)
     end
     flush_cubin = fj.cubin_path
+    local cj = compile.compile(M.check_source, { arch = self.arch, name = "kloop_check_regions.cu" })
+    if not cj.ok then
+      self:kill()
+      return nil, "kloop's state-check kernel does not compile:\n" .. compile.filter_log(cj.log)
+    end
+    check_cubin = cj.cubin_path
   end
   local t0 = C.kl_now()
   local r
   r, kind, msg = self:request({ op = "setup", spec = self.task_spec, ref_cubin = self.ref_job.cubin_path,
-    flush_cubin = flush_cubin }, 900)
+    flush_cubin = flush_cubin, check_cubin = check_cubin }, 900)
   if not r then return nil, "task setup failed (" .. kind .. "): " .. msg end
   if not r.ok then self:kill() return nil, "task setup failed: " .. tostring(r.error) end
   self.setup_seconds = C.kl_now() - t0
@@ -270,8 +347,22 @@ function Evaluator:prepare(src, opts)
   end
   local plans, perr = self:plans(src, opts.defines)
   if not plans then return nil, { verdict = "launch_error", reason = "launch plan: " .. perr }, job end
+  if self:backend() == "cuda" then
+    -- large static device data is where a kernel would keep results between launches
+    local image = util.read_file(job.cubin_path)
+    local bytes = image and compile.static_data_bytes(image)
+    local limit = self.task.static_data or M.STATIC_DATA_LIMIT
+    if bytes and bytes > limit then
+      return nil, { verdict = "rejected", static_data_bytes = bytes, reason = string.format(
+        "the module declares %s of static __device__ data (limit %s): a task that needs it sets static_data = %d in its sidecar",
+        string.format("%.2f MiB", bytes / 2^20), string.format("%.2f MiB", limit / 2^20), bytes) }, job
+    end
+    job.static_data_bytes = bytes
+  end
   return { cubin = job.cubin_path, plans = plans, floor_ms = self:floor_ms() }, nil, job
 end
+
+M.STATIC_DATA_LIMIT = 2^20
 
 -- Compiles a batch of candidates in parallel ahead of their evaluation, so the
 -- evaluations that follow find their binaries in the cache. cands: {source, defines}.
@@ -310,11 +401,15 @@ end
 
 -- Sends a request that runs candidate code; a dead or hung worker becomes a verdict.
 function Evaluator:run_request(req)
-  local reply, kind, msg = self:request(req, self:deadline())
+  local deadline, source = self:deadline(req.op, req.timing)
+  local reply, kind, msg = self:request(req, deadline)
+  if not reply and kind == "timeout" then
+    msg = string.format("no answer within %.1f s (deadline: %s): the worker was killed", deadline, source)
+  end
   if not reply then
     self.restarts = self.restarts + 1
     if msg:find("signal 31", 1, true) then
-      msg = msg .. ": the sandbox stopped a forbidden system call (exec, fork, socket, file write or kill)"
+      msg = msg .. ": the sandbox stopped a forbidden system call (exec, fork, sockets, signals to other processes, file writes or metadata changes: docs/SECURITY.md)"
     end
     return nil, { verdict = kind == "timeout" and "timeout" or "crashed", reason = msg,
       output_tail = self:output_tail() }
@@ -325,6 +420,11 @@ function Evaluator:run_request(req)
     return nil, { verdict = "crashed", reason = "kloop worker error: " .. tostring(reply.error) }
   end
   reply.ok = nil
+  if reply.restart then
+    -- the worker could not show its state intact after this candidate: it exited
+    self:kill()
+    self.restarts = self.restarts + 1
+  end
   if reply.fatal then
     -- the worker exits after a fatal error; reap it so the next call restarts it
     self:kill()
@@ -338,9 +438,71 @@ end
 function Evaluator:evaluate(src, opts)
   opts = opts or {}
   local t0 = C.kl_now()
-  local result = self:derive(self:submit("evaluate", src or self.task.source, opts))
+  local result = self:derive(self:submit("evaluate", src or self.task.source, opts,
+    opts.verify_only and { verify_only = true } or nil))
   result.wall_seconds = C.kl_now() - t0
+  if result.verdict == "ok" and result.time_ms and (not self.work_ref or result.time_ms > self.work_ref.ms) then
+    self.work_ref = { ms = result.time_ms } -- the slowest verified kernel sets derived deadlines
+  end
+  self:watch(src or self.task.source, opts, result)
   return result
+end
+
+-- The sentinel (defence in depth behind the state checks): every SENTINEL_EVERY
+-- candidates, and after SENTINEL_STREAK failed verifications in a row, the fastest
+-- verified candidate so far is verified again in the same worker. If its verdict
+-- changed, the worker cannot be trusted: it is restarted, and every candidate judged
+-- since the last good sentinel is evaluated again; their result tables are updated in
+-- place (result.reevaluated says what they had) and opts.on_reevaluate(result) is told.
+M.SENTINEL_EVERY, M.SENTINEL_STREAK, M.SENTINEL_KEEP = 16, 4, 64
+local FAILED_VERIFICATION = { wrong = true, unwritten = true, nan = true, inputs_modified = true,
+  nondeterministic = true, out_of_bounds = true }
+
+function Evaluator:watch(src, opts, result)
+  if self.in_sentinel or self.opts.sentinel == false or result.infrastructure then return end
+  local v = result.verdict
+  if v == "ok" and result.time_ms and (not self.sentinel or result.time_ms < self.sentinel.time_ms) then
+    self.sentinel = { src = src, opts = { defines = opts.defines, name = opts.name }, time_ms = result.time_ms }
+  end
+  self.judged = self.judged or {}
+  self.judged[#self.judged + 1] = { src = src, opts = opts, result = result }
+  if #self.judged > M.SENTINEL_KEEP then table.remove(self.judged, 1) end
+  self.streak = FAILED_VERIFICATION[v] and (self.streak or 0) + 1 or 0
+  self.since_sentinel = (self.since_sentinel or 0) + 1
+  if self.sentinel and (self.since_sentinel >= M.SENTINEL_EVERY or self.streak >= M.SENTINEL_STREAK) then
+    self:run_sentinel()
+  end
+end
+
+function Evaluator:run_sentinel()
+  local s = self.sentinel
+  self.in_sentinel = true
+  self.since_sentinel, self.streak = 0, 0
+  local r = self:submit("evaluate", s.src, { defines = s.opts.defines, name = s.opts.name }, { verify_only = true })
+  self.sentinel_runs = (self.sentinel_runs or 0) + 1
+  if r.verdict == "ok" or r.infrastructure then
+    self.judged = {}
+    self.in_sentinel = false
+    return true
+  end
+  self.sentinel_trips = (self.sentinel_trips or 0) + 1
+  self.log(string.format("sentinel: the known-good candidate now gets %s (%s); restarting the worker and evaluating %d candidates again",
+    r.verdict, tostring(r.reason), #self.judged))
+  self:kill()
+  self.restarts = self.restarts + 1
+  local again = self.judged
+  self.judged = {}
+  for _, j in ipairs(again) do
+    local new = self:derive(self:submit("evaluate", j.src, j.opts))
+    local old = j.result
+    local previous = { verdict = old.verdict, reason = old.reason, time_ms = old.time_ms }
+    for k in pairs(old) do old[k] = nil end
+    for k, v in pairs(new) do old[k] = v end
+    old.reevaluated = { previous = previous, why = "the sentinel failed after it (" .. r.verdict .. ")" }
+    if self.opts.on_reevaluate then self.opts.on_reevaluate(old) end
+  end
+  self.in_sentinel = false
+  return false
 end
 
 -- Starts the worker if needed, compiles src, sends it as request `op` (with the timing

@@ -27,15 +27,70 @@ local function round4(b) return math.ceil(b / 4) * 4 end
 -- The worker's state for one task: inputs, reference outputs and device buffers per case.
 local state = nil
 
+-- Every device buffer a candidate can reach (its arguments) and every copy kloop keeps
+-- on the device (the input originals) sits inside a larger allocation, with a guard zone
+-- on each side: an off-by-one row or a ragged tile lands there instead of in the next
+-- allocation. Guards are as large as the buffer, between 64 KiB and 16 MiB a side
+-- (docs/TASKS.md, "Guard zones").
+local GUARD_MIN, GUARD_MAX = 64 * 1024, 16 * 2^20
+local REGION = { digest = C.KL_REGION_DIGEST, guard = C.KL_REGION_GUARD, const = C.KL_REGION_CONST }
+
+local function guard_size(bytes)
+  local g = math.min(math.max(bytes, GUARD_MIN), GUARD_MAX)
+  return math.ceil(g / 65536) * 65536
+end
+
 local function free_state(be)
   if not state then return end
-  for _, case in ipairs(state.cases) do
-    for _, ptr in pairs(case.dev) do be.free(ptr) end
-    for _, set in ipairs(case.sets) do
-      for _, ptr in pairs(set.dev_inputs) do be.free(ptr) end
-    end
-  end
+  for _, b in ipairs(state.bufs) do be.free(b.base) end
   state = nil
+end
+
+-- A seed for region n of this worker, from the run secret's guard seed (spec.guard_seed).
+local function region_seed(n)
+  local key = tostring(state.guard_seed) .. "/" .. n
+  return C.kl_hash64(key, #key, 0x67756172ULL)
+end
+
+-- Allocates `bytes` (rounded up to words) between two guard zones; what names it in
+-- verdicts. Returns the buffer record ({ptr, bytes, guards, ...}) or nil, msg, fatal.
+local function alloc_guarded(be, bytes, what)
+  local g = guard_size(bytes)
+  local used = round4(math.max(bytes, 4))
+  local total = 2 * g + math.ceil(used / 256) * 256
+  local base, msg, fatal = be.alloc(total)
+  if not base then return nil, msg, fatal end
+  local b = { base = base, ptr = base + g, bytes = bytes, used = used, what = what }
+  local n = #state.bufs + 1
+  state.bufs[n] = b
+  b.guards = {
+    { ptr = base, nwords = g / 4, mode = REGION.guard, seed = region_seed(2 * n), side = "before", buf = b },
+    { ptr = base + g + used, nwords = (total - g - used) / 4, mode = REGION.guard, seed = region_seed(2 * n + 1),
+      side = "after", buf = b },
+  }
+  return b
+end
+
+-- Writes a buffer's guard patterns (at setup, and to restore them after a trip).
+local function fill_guards(be, b)
+  for _, r in ipairs(b.guards) do
+    C.kl_guard_fill(state.guard_tmp, r.nwords, r.seed)
+    local ok, msg, fatal = be.h2d(r.ptr, state.guard_tmp, r.nwords * 4)
+    if not ok then return nil, msg, fatal end
+  end
+  return true
+end
+
+-- A list of regions checked in one backend call: ffi descriptors built once (the
+-- backend copies them to the device right before each check).
+local function region_list(items)
+  local n = #items
+  local arr = ffi.new("kl_region[?]", math.max(n, 1))
+  for k, r in ipairs(items) do
+    local d = arr[k - 1]
+    d.ptr, d.nwords, d.seed, d.mode, d.word = r.ptr, r.nwords, r.seed or 0, r.mode, r.word or 0
+  end
+  return { items = items, arr = arr, n = n, out = ffi.new("kl_region_result[?]", math.max(n, 1)) }
 end
 
 local function verdict(v, reason, evidence)
@@ -80,7 +135,7 @@ local function load_inputs(be, spec, case, s)
   local set = case.sets[s]
   for i, a in ipairs(spec.args) do
     if a.pointer and a.role ~= "output" then
-      local ok, msg, fatal = be.d2d(case.dev[i], set.dev_inputs[i], case.bytes[i])
+      local ok, msg, fatal = be.d2d(case.dev[i], set.dev_inputs[i], round4(case.bytes[i]))
       if not ok then return nil, msg, fatal end
     end
   end
@@ -98,7 +153,8 @@ local function poison_outputs(be, spec, case)
 end
 
 -- Sets up the task: fresh inputs from the run secret, reference outputs in higher
--- precision, device buffers. spec is the concrete task (see kloop.eval).
+-- precision, guarded device buffers, and the digests of every input (host truth that
+-- the device copies are checked against). spec is the concrete task (see kloop.eval).
 function M.setup(be, spec, ref_cubin)
   free_state(be)
   local t0 = C.kl_now()
@@ -108,53 +164,63 @@ function M.setup(be, spec, ref_cubin)
   local ref_fn
   ref_fn, msg = be.func(ref_mod, spec.reference.entry)
   if not ref_fn then return nil, "reference: " .. msg end
-  state = { spec = spec, cases = {} }
+  state = { spec = spec, cases = {}, bufs = {}, guard_seed = spec.guard_seed or 0 }
+  state.dseed = region_seed(0)
+  state.guard_tmp = host_alloc(GUARD_MAX + 256)
+  if not state.guard_tmp then free_state(be) return nil, "out of host memory for guard patterns" end
+  local function fail(m) free_state(be) return nil, m end
   local ref_dtype = spec.reference.precision
   for ci, cs in ipairs(spec.cases) do
-    local case = { label = cs.label, bench = cs.bench, args = cs.args, bytes = {}, dev = {}, sets = {},
+    local case = { label = cs.label, bench = cs.bench, args = cs.args, bytes = {}, dev = {}, bufs = {}, sets = {},
       size = cs.size }
     state.cases[ci] = case
     for i, a in ipairs(spec.args) do
       if a.pointer then
         local count = cs.args[i].count
         case.bytes[i] = count * tonumber(C.kl_dtype_size(DTYPE[a.dtype]))
-        local ptr, err = be.alloc(round4(case.bytes[i]))
-        if not ptr then free_state(be) return nil, string.format("%s: allocating %s: %s", cs.label, a.name, err) end
-        case.dev[i] = ptr
+        local b, err = alloc_guarded(be, case.bytes[i], string.format("%s (%s)", a.name, cs.label))
+        if not b then return fail(string.format("%s: allocating %s: %s", cs.label, a.name, err)) end
+        local ok, e2 = fill_guards(be, b)
+        if not ok then return fail(e2) end
+        case.dev[i], case.bufs[i] = b.ptr, b
       end
     end
     for s = 1, spec.nsets do
-      local set = { host_inputs = {}, hashes = {}, dev_inputs = {}, refs = {}, ref_rms = {} }
+      local set = { host_inputs = {}, hashes = {}, digests = {}, dev_inputs = {}, bufs = {}, refs = {}, ref_rms = {} }
       case.sets[s] = set
       for i, a in ipairs(spec.args) do
         if a.pointer and a.role ~= "output" then
           local count = cs.args[i].count
-          local h = host_alloc(case.bytes[i])
-          if not h then free_state(be) return nil, "out of host memory for inputs" end
+          local used = round4(math.max(case.bytes[i], 4))
+          local h = host_alloc(used)
+          if not h then return fail("out of host memory for inputs") end
+          ffi.fill(h + case.bytes[i], used - case.bytes[i])
           local d = a.dists[(s - 1) % #a.dists + 1]
           local seed = cs.seeds[s][i]
           if C.kl_buf_fill(h, DTYPE[a.dtype], count, DIST[d.kind], d.a, d.b, seed) ~= 0 then
-            free_state(be)
-            return nil, "cannot fill " .. a.name
+            return fail("cannot fill " .. a.name)
           end
           set.host_inputs[i] = h
           set.hashes[i] = C.kl_buf_hash(h, case.bytes[i])
-          local ptr, err = be.alloc(round4(case.bytes[i]))
-          if not ptr then free_state(be) return nil, "allocating input copies: " .. err end
-          set.dev_inputs[i] = ptr
-          local ok, e2 = be.h2d(ptr, h, case.bytes[i])
-          if not ok then free_state(be) return nil, e2 end
+          set.digests[i] = C.kl_digest(h, used / 4, state.dseed)
+          local b, err = alloc_guarded(be, case.bytes[i], string.format("kloop's copy of input %s (%s, set %d)",
+            a.name, cs.label, s))
+          if not b then return fail("allocating input copies: " .. err) end
+          local ok, e2 = fill_guards(be, b)
+          if ok then ok, e2 = be.h2d(b.ptr, h, used) end
+          if not ok then return fail(e2) end
+          set.dev_inputs[i], set.bufs[i] = b.ptr, b
         end
       end
       -- The reference writes its own (higher precision) output buffers.
       local ok, err = load_inputs(be, spec, case, s)
-      if not ok then free_state(be) return nil, err end
+      if not ok then return fail(err) end
       local ref_out = {}
       for i, a in ipairs(spec.args) do
         if a.pointer and a.role ~= "input" then
           local bytes = cs.args[i].count * tonumber(C.kl_dtype_size(DTYPE[ref_dtype]))
           if a.role == "inout" then
-            return nil, "inout buffers with a separate reference are not supported yet: use reference = \"baseline\""
+            return fail("inout buffers with a separate reference are not supported yet: use reference = \"baseline\"")
           end
           ref_out[i] = assert(be.alloc(round4(bytes)))
           set.refs[i] = { bytes = bytes }
@@ -168,12 +234,12 @@ function M.setup(be, spec, ref_cubin)
       end
       ok, err = launch_plan(be, kernels, params)
       if ok then ok, err = be.sync() end
-      if not ok then free_state(be) return nil, "reference failed on " .. cs.label .. ": " .. err end
+      if not ok then return fail("reference failed on " .. cs.label .. ": " .. err) end
       for i, r in pairs(set.refs) do
         local h = host_alloc(r.bytes)
         ok, err = be.d2h(h, ref_out[i], r.bytes)
         be.free(ref_out[i])
-        if not ok then free_state(be) return nil, err end
+        if not ok then return fail(err) end
         r.host = h
         r.dtype = ref_dtype
         -- rms of the reference, for the scale of the per-element bound
@@ -181,8 +247,7 @@ function M.setup(be, spec, ref_cubin)
         C.kl_buf_compare(h, DTYPE[ref_dtype], h, DTYPE[ref_dtype], cs.args[i].count, 0, 0, 0, 0, cmp)
         set.ref_rms[i] = cmp.ref_norm / math.sqrt(math.max(1, cs.args[i].count))
         if cmp.n_nonfinite > 0 then
-          free_state(be)
-          return nil, string.format("the reference wrote NaN/Inf on %s (element %d)", cs.label, tonumber(cmp.first_nonfinite))
+          return fail(string.format("the reference wrote NaN/Inf on %s (element %d)", cs.label, tonumber(cmp.first_nonfinite)))
         end
       end
     end
@@ -192,11 +257,169 @@ function M.setup(be, spec, ref_cubin)
   local maxb = 4
   for _, case in ipairs(state.cases) do
     for i, a in ipairs(spec.args) do
-      if a.pointer then maxb = math.max(maxb, case.bytes[i]) end
+      if a.pointer then maxb = math.max(maxb, round4(case.bytes[i])) end
     end
   end
   state.scratch = { host_alloc(maxb), host_alloc(maxb) }
-  return { seconds = C.kl_now() - t0, cases = #state.cases, sets = spec.nsets }
+  -- What is checked after each launch of a case (its guards and its live inputs), and
+  -- after each candidate (every guard, every input original, the backend's own state).
+  local all = {}
+  for _, case in ipairs(state.cases) do
+    local items, guards = {}, {}
+    for i, a in ipairs(spec.args) do
+      local b = case.bufs[i]
+      if b then
+        items[#items + 1] = b.guards[1]
+        items[#items + 1] = b.guards[2]
+        guards[#guards + 1] = b.guards[1]
+        guards[#guards + 1] = b.guards[2]
+        all[#all + 1] = b.guards[1]
+        all[#all + 1] = b.guards[2]
+        if a.role == "input" then
+          items[#items + 1] = { ptr = b.ptr, nwords = b.used / 4, mode = REGION.digest, seed = state.dseed,
+            input = i, buf = b }
+        end
+      end
+    end
+    case.guard_regions = region_list(guards)
+    case.launch_regions = region_list(items)
+    for s, set in ipairs(case.sets) do
+      for i, b in pairs(set.bufs) do
+        all[#all + 1] = b.guards[1]
+        all[#all + 1] = b.guards[2]
+        all[#all + 1] = { ptr = b.ptr, nwords = b.used / 4, mode = REGION.digest, seed = state.dseed,
+          expect = set.digests[i], buf = b, original = true }
+      end
+    end
+  end
+  for _, r in ipairs(be.state_regions and be.state_regions() or {}) do all[#all + 1] = r end
+  state.all_regions = region_list(all)
+  local bad = M.check_state(be)
+  if bad then return fail("the worker's state does not check out right after setup: " .. bad.reason) end
+  return { seconds = C.kl_now() - t0, cases = #state.cases, sets = spec.nsets,
+    guard_bytes = (function() local t = 0 for _, b in ipairs(state.bufs) do t = t + 4 * (b.guards[1].nwords + b.guards[2].nwords) end return t end)() }
+end
+
+-- Runs a region list through the backend; returns the results array or nil, verdict, fatal.
+local function run_regions(be, list)
+  local ok, msg, fatal = be.check_regions(list.arr, list.n, list.out)
+  if not ok then return nil, verdict(fatal and "crashed" or "launch_error", "state check: " .. tostring(msg)), fatal end
+  return list.out
+end
+
+-- The out_of_bounds verdict for a tripped guard: which buffer, which side, where, how many.
+local function guard_verdict(r, res, phase)
+  local b = r.buf
+  local count, first = tonumber(res.value), tonumber(0xFFFFFFFFFFFFFFFFULL - res.first)
+  local offset = r.side == "after" and (b.used + 4 * first) or -(4 * (r.nwords - first))
+  local ev = { buffer = b.what, side = r.side, offset = offset, count = count, phase = phase }
+  local where = r.side == "after" and string.format("%d bytes past the end", offset - b.bytes)
+    or string.format("%d bytes before the start", -offset)
+  return verdict("out_of_bounds", string.format("the kernel wrote outside its buffers: %d words changed in the guard zone %s %s%s, the first %s",
+    count, r.side, b.what, phase and (" (" .. phase .. ")") or "", where), ev)
+end
+
+-- Guards of the buffers a launch on `case` could reach, and (when s is given) its live
+-- inputs against the digest of input set s. Returns nil when intact, or a verdict, fatal.
+local function check_launch(be, spec, case, s, phase)
+  local list = s and case.launch_regions or case.guard_regions
+  local out, v, fatal = run_regions(be, list)
+  if not out then return v, fatal end
+  for k, r in ipairs(list.items) do
+    local res = out[k - 1]
+    if r.mode == REGION.guard and res.value ~= 0 then
+      state.tripped = true
+      return guard_verdict(r, res, phase)
+    elseif r.input and res.value ~= case.sets[s].digests[r.input] then
+      -- a changed original (a far write in an earlier launch) is not this input's fault
+      local bad = M.check_state(be)
+      if bad then return bad end
+      local i = r.input
+      local a = spec.args[i]
+      local host = state.scratch[2]
+      local ok, msg, f2 = be.d2h(host, case.dev[i], case.bytes[i])
+      if not ok then return verdict(f2 and "crashed" or "launch_error", msg), f2 end
+      local idx = C.kl_buf_first_diff(host, case.sets[s].host_inputs[i], DTYPE[a.dtype], case.args[i].count)
+      return verdict("inputs_modified", string.format("input %s was changed by the kernel (%s, first at element %d)",
+        a.name, case.label, tonumber(idx)), { case = case.label, arg = a.name, index = tonumber(idx) })
+    end
+  end
+  return nil
+end
+
+-- Checks everything the worker keeps on the device against host truth: every guard zone,
+-- every input original, the backend's own buffers (the L2 flush scratch). Returns nil
+-- when intact, or an out_of_bounds verdict naming the first thing found changed.
+function M.check_state(be)
+  if not state then return nil end
+  local list = state.all_regions
+  local out, v = run_regions(be, list)
+  if not out then return v end
+  for k, r in ipairs(list.items) do
+    local res = out[k - 1]
+    if r.mode == REGION.guard and res.value ~= 0 then
+      state.tripped = true
+      return guard_verdict(r, res, "state check after the candidate")
+    elseif r.mode == REGION.digest and res.value ~= r.expect then
+      state.tripped = true
+      return verdict("out_of_bounds", string.format("the kernel wrote outside its buffers: %s was changed", r.buf.what),
+        { buffer = r.buf.what, phase = "state check after the candidate" })
+    elseif r.mode == REGION.const and res.value ~= 0 then
+      state.tripped = true
+      return verdict("out_of_bounds", string.format("the kernel wrote outside its buffers: %s was changed (%d words)",
+        r.what or "kloop's scratch", tonumber(res.value)), { buffer = r.what, count = tonumber(res.value),
+        phase = "state check after the candidate" })
+    end
+  end
+  return nil
+end
+
+-- Puts every guard, input original and backend buffer back from host truth, then checks
+-- again. Returns true, or nil, why (the worker must then be restarted).
+function M.restore_state(be)
+  for _, b in ipairs(state.bufs) do
+    local ok, msg = fill_guards(be, b)
+    if not ok then return nil, msg end
+  end
+  for _, case in ipairs(state.cases) do
+    for _, set in ipairs(case.sets) do
+      for i, b in pairs(set.bufs) do
+        local ok, msg = be.h2d(b.ptr, set.host_inputs[i], b.used)
+        if not ok then return nil, msg end
+      end
+    end
+  end
+  if be.restore_state then
+    local ok, msg = be.restore_state()
+    if not ok then return nil, msg end
+  end
+  local bad = M.check_state(be)
+  if bad then return nil, bad.reason end
+  state.tripped = false
+  return true
+end
+
+-- After every candidate request: the whole state is checked; a change found is this
+-- candidate's verdict (out_of_bounds, whatever it got before), and the state is restored
+-- from host truth or, where that fails, the worker restarts (result.restart).
+local function after_candidate(be, result)
+  if result.fatal or not state then return result end
+  local bad = M.check_state(be)
+  if bad or state.tripped then
+    if bad then
+      if result.verdict ~= "out_of_bounds" then
+        bad.evidence.prior_verdict = result.verdict
+        for k in pairs(result) do if k ~= "resources" and k ~= "eval_seconds" then result[k] = nil end end
+        result.verdict, result.reason, result.evidence = bad.verdict, bad.reason, bad.evidence
+      end
+    end
+    local ok, why = M.restore_state(be)
+    if not ok then
+      result.restart = true
+      result.restart_reason = "the worker's state could not be restored: " .. tostring(why)
+    end
+  end
+  return result
 end
 
 -- Compares the live outputs of a case with the reference of set s.
@@ -242,24 +465,6 @@ local function check_outputs(be, spec, case, s, scratch_idx, phase)
   return nil
 end
 
-local function check_inputs(be, spec, case, s)
-  local set = case.sets[s]
-  for i, a in ipairs(spec.args) do
-    if a.pointer and a.role == "input" then
-      local host = state.scratch[2]
-      local ok, msg, fatal = be.d2h(host, case.dev[i], case.bytes[i])
-      if not ok then return verdict(fatal and "crashed" or "launch_error", msg), fatal end
-      local h = C.kl_buf_hash(host, case.bytes[i])
-      if h ~= set.hashes[i] then
-        local idx = C.kl_buf_first_diff(host, set.host_inputs[i], DTYPE[a.dtype], case.args[i].count)
-        return verdict("inputs_modified", string.format("input %s was changed by the kernel (%s, first at element %d)",
-          a.name, case.label, tonumber(idx)), { case = case.label, arg = a.name, index = tonumber(idx) })
-      end
-    end
-  end
-  return nil
-end
-
 -- One launch of the candidate on case/set, then sync. Returns nil or a verdict (+fatal).
 local function run_once(be, spec, case, s, kernels, params)
   local ok, msg, fatal = load_inputs(be, spec, case, s)
@@ -285,7 +490,7 @@ local function load_candidate(be, req)
   if not mod then
     return nil, { verdict = fatal and "crashed" or "launch_error", reason = "module load: " .. msg, fatal = fatal }
   end
-  local cand = { mod = mod, plans = {}, resources = {} }
+  local cand = { mod = mod, plans = {}, resources = {}, req = req }
   local fns = {}
   for _, case in ipairs(state.cases) do
     local p = req.plans[case.label]
@@ -317,6 +522,26 @@ local function load_candidate(be, req)
   return cand
 end
 
+-- A fresh load of a candidate's module before each timed repetition: its globals start
+-- from their initial values every time, so nothing it computed in an earlier launch
+-- (verification's, or the last repetition's) can be replayed into a timed one.
+local function reload_for_timing(be, cand, case)
+  be.unload(cand.mod)
+  local mod, msg, fatal = be.load(cand.req.cubin)
+  if not mod then return nil, verdict(fatal and "crashed" or "launch_error", "module reload: " .. tostring(msg)), fatal end
+  cand.mod = mod
+  local kernels = {}
+  for k, l in ipairs(cand.req.plans[case.label]) do
+    local fn, m2, f2 = be.func(mod, l.entry)
+    if not fn then return nil, verdict(f2 and "crashed" or "launch_error", m2), f2 end
+    local ok, m3, f3 = be.prepare_launch(fn, l.smem)
+    if not ok then return nil, verdict(f3 and "crashed" or "launch_error", m3), f3 end
+    kernels[k] = { fn = fn, grid = l.grid, block = l.block, smem = l.smem }
+  end
+  cand.plans[case.label] = kernels
+  return kernels
+end
+
 local function fail_with(cand, v, fatal)
   v.resources = cand.resources
   v.fatal = fatal or nil
@@ -332,8 +557,8 @@ local function verify(be, spec, cand)
     local params = build_params(spec, case)
     for s = 1, spec.nsets do
       local v, fatal = run_once(be, spec, case, s, kernels, params)
+      if not v then v, fatal = check_launch(be, spec, case, s) end
       if not v then v, fatal = check_outputs(be, spec, case, s, 1) end
-      if not v then v, fatal = check_inputs(be, spec, case, s) end
       if v then return fail_with(cand, v, fatal) end
     end
     local last = spec.nsets
@@ -341,6 +566,7 @@ local function verify(be, spec, cand)
       if a.pointer and a.role ~= "input" then
         be.d2h(state.scratch[2], case.dev[i], case.bytes[i])
         local v, fatal = run_once(be, spec, case, last, kernels, params)
+        if not v then v, fatal = check_launch(be, spec, case, nil, "repeat") end
         if v then return fail_with(cand, v, fatal) end
         be.d2h(state.scratch[1], case.dev[i], case.bytes[i])
         local idx = tonumber(C.kl_buf_first_diff(state.scratch[1], state.scratch[2], DTYPE[a.dtype], case.args[i].count))
@@ -422,13 +648,18 @@ local function time_interleaved(be, spec, cands, timing)
       end
     end
     for c, cand in ipairs(cands) do
-      local ms, v, fatal = timed_rep(be, spec, case, cand.plans[case.label], params, s, timing.flush)
+      local kernels, rv, rf = cand.plans[case.label], nil, nil
+      if timing.reload ~= false then
+        kernels, rv, rf = reload_for_timing(be, cand, case)
+        if not kernels then return nil, c, rv, rf end
+      end
+      local ms, v, fatal = timed_rep(be, spec, case, kernels, params, s, timing.flush)
       if not ms then return nil, c, v, fatal end
       samples[c][r] = ms
-      if r <= 2 or done then
-        local v2, f2 = check_outputs(be, spec, case, s, 1, "timed launch " .. r)
-        if v2 then return nil, c, v2, f2 end
-      end
+      local checked = r <= 2 or done
+      local v2, f2 = check_launch(be, spec, case, checked and s or nil, "timed launch " .. r)
+      if not v2 and checked then v2, f2 = check_outputs(be, spec, case, s, 1, "timed launch " .. r) end
+      if v2 then return nil, c, v2, f2 end
     end
     if done then break end
   end
@@ -458,9 +689,12 @@ function M.evaluate(be, req)
   local spec = state.spec
   local t0 = C.kl_now()
   local cand, v = load_candidate(be, req)
-  if not cand then return v end
+  if not cand then return after_candidate(be, v) end
   local result = verify(be, spec, cand)
-  if not result then
+  if not result and req.verify_only then
+    result = { verdict = "ok", reason = "verified on " .. #state.cases .. " sizes x " .. spec.nsets .. " input sets (not timed)",
+      resources = cand.resources, verified_only = true }
+  elseif not result then
     local before = be.sample and be.sample() or nil
     local samples, _, tv, fatal = time_interleaved(be, spec, { cand }, req.timing)
     result = samples and timing_result(samples[1], cand, req.floor_ms) or fail_with(cand, tv, fatal)
@@ -468,7 +702,7 @@ function M.evaluate(be, req)
   end
   be.unload(cand.mod)
   result.eval_seconds = C.kl_now() - t0
-  return result
+  return after_candidate(be, result)
 end
 
 -- Profiles one candidate on the bench case, never inside the timing: verification
@@ -477,7 +711,7 @@ end
 -- account for the timed interval?), then one launch of the plan under the range
 -- profiler (each kernel replayed once per pass), and the outputs checked again.
 -- req = {cubin, plans, metrics = {...}, reps, verified, timing = {flush}}.
-function M.profile(be, req)
+local function profile(be, req)
   if not state then return { verdict = "launch_error", reason = "worker has no task (setup first)" } end
   local spec = state.spec
   local t0 = C.kl_now()
@@ -548,7 +782,7 @@ end
 
 -- A/B comparison: both verified, then timed interleaved. req = {a = req, b = req, timing}.
 -- Returns {a = result, b = result, ratio = median_a / median_b, ratio_ci = {lo, hi}}.
-function M.compare(be, req)
+local function compare(be, req)
   if not state then return { verdict = "launch_error", reason = "worker has no task (setup first)" } end
   local spec = state.spec
   local cands, out = {}, {}
@@ -578,6 +812,26 @@ function M.compare(be, req)
   end
   for _, cand in ipairs(cands) do be.unload(cand.mod) end
   out.fatal = (out.a and out.a.fatal) or (out.b and out.b.fatal) or nil
+  return out
+end
+
+-- The worker's state, for tests that play a hostile kernel (they need real addresses).
+function M.debug_state() return state end
+
+-- Profiling and A/B comparisons end with the same state check as an evaluation; in a
+-- comparison a change cannot be pinned on one side, so both get the verdict.
+function M.profile(be, req) return after_candidate(be, profile(be, req)) end
+
+function M.compare(be, req)
+  local out = compare(be, req)
+  if out.fatal then return out end
+  local probe = after_candidate(be, { verdict = "ok" })
+  if probe.verdict ~= "ok" then
+    probe.reason = probe.reason .. " (during an A/B comparison: either candidate)"
+    out.a, out.b = probe, probe
+    out.ratio, out.ratio_ci = nil, nil
+  end
+  out.restart = probe.restart
   return out
 end
 

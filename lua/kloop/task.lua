@@ -365,7 +365,18 @@ function M.check(t, file, cu_path)
     end
     task.metrics = t.metrics
   end
-  task.deadline = t.deadline
+  -- isolation limits and deadlines (docs/TASKS.md, "What a kernel can carry" and "Deadlines")
+  local function positive(name, v, what, fix, int, min)
+    if v == nil then return nil end
+    if type(v) ~= "number" or v ~= v or v < (min or 0) or (int and v ~= math.floor(v)) then
+      fail(file, name, string.format("must be %s, not %s", what, type(v) == "string" and ("the string \"" .. v .. "\"") or tostring(v)), fix)
+    end
+    return v
+  end
+  task.deadline = positive("deadline", t.deadline, "a number of seconds above 0", "deadline = 60", false, 1e-3)
+  task.deadline_factor = positive("deadline_factor", t.deadline_factor, "a number >= 1", "deadline_factor = 4", false, 1)
+  task.device_heap = positive("device_heap", t.device_heap, "a whole number of bytes", "device_heap = 8 * 2^20", true)
+  task.static_data = positive("static_data", t.static_data, "a whole number of bytes", "static_data = 16 * 2^20", true)
   task.flush_cache = t.flush_cache
   if task.flush_cache == nil then task.flush_cache = task.backend == "cuda" end
   -- every size and launch plan must evaluate now, not halfway through a run

@@ -57,6 +57,10 @@ function M.main(args)
             local okf, ferr = be.set_flush_kernel(req.flush_cubin)
             if not okf then return { ok = false, error = ferr } end
           end
+          if req.check_cubin and be.set_check_kernel then
+            local okc2, cerr = be.set_check_kernel(req.check_cubin)
+            if not okc2 then return { ok = false, error = cerr } end
+          end
           local r, err = protocol.setup(be, req.spec, req.ref_cubin)
           if not r then return { ok = false, error = err } end
           r.ok = true
@@ -78,7 +82,8 @@ function M.main(args)
     end
     io.stdout:flush()
     if not send(reply) then return 1 end
-    if reply.fatal then return 3 end -- the context is dead: exit, the parent restarts us
+    -- the context is dead, or the state could not be shown intact: exit, the parent restarts us
+    if reply.fatal or reply.restart then return 3 end
   end
 end
 

@@ -1,4 +1,6 @@
-// expect: wrong
+// expect: rejected wrong
+// static_data: 16777216
+// expect_allowed: wrong
 // Keeps the result of the last call keyed by the input pointers and replays it.
 __device__ const float *last_a;
 __device__ const float *last_b;

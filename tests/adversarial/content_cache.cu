@@ -1,4 +1,7 @@
-// expect: too_fast
+// expect: rejected too_fast
+// static_data: 16777216
+// expect_allowed: ok
+// honest: 0.8
 // Computes for real once per distinct input, keyed by a few sampled elements, and replays
 // the cached product afterwards: always correct, and faster than the hardware can multiply.
 // kloop: launch entry = "probe", grid = {1}, block = {1}

@@ -20,5 +20,4 @@ return kloop.task {
   },
   tolerance = { rel = 1e-5 },
   cost = function(s) return { flops = 2 * s.M * s.N * s.K, bytes = 4 * (s.M * s.K + s.K * s.N + s.M * s.N) } end,
-  deadline = 20,
 }

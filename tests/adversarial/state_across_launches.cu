@@ -1,4 +1,6 @@
-// expect: wrong
+// expect: rejected wrong
+// static_data: 16777216
+// expect_allowed: wrong
 // Computes once, then replays the first result from device memory on later launches.
 __device__ float saved[1 << 20];
 __device__ int launches;

@@ -7,7 +7,7 @@ The host backend: C kernels checked on the CPU with the same protocol, no GPU ne
   $ kloop check examples/cpu/sgemm.c --json > $CRAMTMP/r.json; echo "exit $?"
   exit 0
   $ python3 -c "import json; r = json.load(open('$CRAMTMP/r.json')); print(r['verdict'], r['time_ms'] > 0, len(r['samples']) == r['reps'], r['ci_ms'][0] <= r['time_ms'] <= r['ci_ms'][1], r['sandbox'])"
-  ok True True True seccomp + rlimits
+  ok True True True seccomp allow-list + rlimits + Landlock (file reads confined to the compile cache and system libraries)
   $ kloop check examples/cpu/saxpy.c | head -2
   candidate  saxpy.c
   verdict    ok

@@ -222,3 +222,134 @@ describe("kloop.protocol on the sim backend", function()
     assert.are.equal(3, #r.activity.reps)
   end)
 end)
+
+-- Isolation between candidates (issue 12): guard zones around every buffer, the worker's
+-- state checked against host truth after every candidate and restored, and no state
+-- carried into a timed launch. Each hostile kernel is followed by a correct one.
+describe("kloop.protocol: guard zones and the worker's state", function()
+  local ffi = require("ffi")
+  setup(function() assert(protocol.setup(sim, SPEC, REF)) end)
+
+  local GOOD = [[gemm = function(p) g.gemm(g.args(p)) end]]
+  local function next_ok()
+    local r = evaluate(GOOD)
+    assert.are.equal("ok", r.verdict, r.reason)
+    assert.is_nil(r.restart)
+  end
+
+  it("catches a write one element past the output (the off-by-one row)", function()
+    local r = evaluate([[gemm = function(p) local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C); C[M * N] = 1 end]])
+    assert.are.equal("out_of_bounds", r.verdict, r.reason)
+    assert.are.equal("after", r.evidence.side)
+    assert.are.equal(1, r.evidence.count)
+    assert.matches("^C %(check1%)", r.evidence.buffer)
+    assert.are.equal(5 * 7 * 4, r.evidence.offset) -- right at the end of the 5x7 output
+    assert.matches("0 bytes past the end", r.reason)
+    next_ok()
+  end)
+
+  it("catches a write just before an input", function()
+    local r = evaluate([[gemm = function(p) local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C); A[-3] = 7 end]])
+    assert.are.equal("out_of_bounds", r.verdict, r.reason)
+    assert.are.equal("before", r.evidence.side)
+    assert.are.equal(-12, r.evidence.offset)
+    next_ok()
+  end)
+
+  it("catches a ragged tile written past the end on a check size only", function()
+    -- rows rounded up to a tile of 4: lands in the guard zone, never in a neighbour
+    local r = evaluate([[gemm = function(p)
+      local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C)
+      for r = M, math.ceil(M / 4) * 4 - 1 do for c = 0, N - 1 do C[r * N + c] = 0 end end end]])
+    assert.are.equal("out_of_bounds", r.verdict, r.reason)
+    assert.are.equal(3 * 7, r.evidence.count)
+    next_ok()
+  end)
+
+  it("catches a far write into kloop's copy of another size's inputs, restores it, and the next verdicts stand", function()
+    local r = evaluate([[gemm = function(p)
+      local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C)
+      local st = require("kloop.protocol").debug_state()
+      local orig = ffi.cast("float*", st.cases[3].sets[2].dev_inputs[4])
+      orig[17] = 0 end]])
+    assert.are.equal("out_of_bounds", r.verdict, r.reason)
+    assert.matches("kloop's copy of input A %(bench, set 2%)", r.reason)
+    assert.matches("kloop's copy of input A", r.evidence.buffer)
+    -- without the restore, every later candidate would be judged on a changed input
+    next_ok()
+    next_ok()
+  end)
+
+  it("catches a write into the guard zone of an input original (checked after the candidate)", function()
+    local r = evaluate([[gemm = function(p)
+      local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C)
+      local st = require("kloop.protocol").debug_state()
+      ffi.cast("uint32_t*", st.cases[3].sets[1].bufs[4].guards[1].ptr)[100] = 0 end]])
+    assert.are.equal("out_of_bounds", r.verdict, r.reason)
+    assert.are.equal("state check after the candidate", r.evidence.phase)
+    assert.are.equal("ok", r.evidence.prior_verdict)
+    next_ok()
+  end)
+
+  it("catches an overrun that happens only in timed launches", function()
+    local r = evaluate([[gemm = function(p)
+      local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C)
+      if require("backend_sim").timing then C[M * N + 2] = 1 end end]])
+    assert.are.equal("out_of_bounds", r.verdict, r.reason)
+    assert.matches("timed launch 1", r.evidence.phase)
+    next_ok()
+  end)
+
+  it("reloads the module before every timed launch, so a cache in its globals never serves one", function()
+    local body = [[
+      gemm = (function() local cache = {} return function(p)
+        local M, N, K, A, B, C = g.args(p)
+        local key = M .. ":" .. A[0] .. ":" .. B[1]
+        local hit = cache[key]
+        if hit then
+          if require("backend_sim").timing then _G.sim_cache_hits = (_G.sim_cache_hits or 0) + 1 end
+          for i = 0, M * N - 1 do C[i] = hit[i] end
+          return
+        end
+        g.gemm(M, N, K, A, B, C)
+        local copy = {}
+        for i = 0, M * N - 1 do copy[i] = C[i] end
+        cache[key] = copy
+      end end)()]]
+    _G.sim_cache_hits = 0
+    local r = evaluate(body)
+    assert.are.equal("ok", r.verdict, r.reason)
+    assert.are.equal(0, _G.sim_cache_hits)
+    -- the same kernel without the reload is served from its cache (the test can fail)
+    r = evaluate(body, { timing = { budget = 0.05, min_reps = 3, max_reps = 20, reload = false } })
+    assert.are.equal("ok", r.verdict, r.reason)
+    assert.is_true(_G.sim_cache_hits > 0)
+    _G.sim_cache_hits = nil
+  end)
+
+  it("catches a changed flush buffer or other backend state through the backend's regions", function()
+    local saved = sim.state_regions
+    local scratch = ffi.new("uint32_t[64]")
+    -- a backend buffer of zeros, as the CUDA backend's L2 flush scratch is
+    local regions = { { ptr = tonumber(ffi.cast("uintptr_t", scratch)), nwords = 64, mode = ffi.C.KL_REGION_CONST,
+      word = 0, what = "the sim's scratch" } }
+    sim.state_regions = function() return regions end
+    assert(protocol.setup(sim, SPEC, REF))
+    scratch[5] = 9
+    local r = evaluate(GOOD)
+    assert.are.equal("out_of_bounds", r.verdict, r.reason)
+    assert.matches("the sim's scratch", r.reason)
+    -- the backend cannot restore it: the worker must restart
+    assert.is_true(r.restart)
+    sim.state_regions = saved
+    assert(protocol.setup(sim, SPEC, REF))
+    next_ok()
+  end)
+
+  it("verifies without timing on request (the sentinel's check)", function()
+    local r = evaluate(GOOD, { verify_only = true })
+    assert.are.equal("ok", r.verdict, r.reason)
+    assert.is_true(r.verified_only)
+    assert.is_nil(r.time_ms)
+  end)
+end)

@@ -25,6 +25,7 @@ end
 -- enters the sandbox, is not used here).
 local host = require("kloop.backend_host")
 M.alloc, M.free, M.h2d, M.d2h, M.d2d, M.fill32 = host.alloc, host.free, host.h2d, host.d2h, host.d2d, host.fill32
+M.check_regions = host.check_regions
 -- Kernel activity and metrics, simulated: every launch while activity is on leaves a
 -- record; profile_metrics runs the launches once per "pass" and reports per kernel.
 -- M.no_counters makes profiling refuse like a GPU without counter access;

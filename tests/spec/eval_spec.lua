@@ -1,0 +1,149 @@
+-- tests/spec/eval_spec.lua: the parent-side evaluator's defences that need no worker:
+-- deadlines derived from the work, static device data refused, and the sentinel.
+local eval = require("kloop.eval")
+local taskmod = require("kloop.task")
+local compile = require("kloop.compile")
+local util = require("kloop.util")
+
+local function gemm_task()
+  return assert(taskmod.load("kernels/gemm.lua"))
+end
+
+describe("kloop.eval deadlines", function()
+  it("uses a fixed default before the first verified evaluation", function()
+    local ev = eval.new(gemm_task())
+    local s, src = ev:deadline("evaluate", { budget = 1 })
+    assert.are.equal(eval.DEADLINE_FIRST, s)
+    assert.matches("first evaluation", src)
+  end)
+
+  it("derives seconds, not minutes, from the naive gemm's measured time", function()
+    local ev = eval.new(gemm_task())
+    ev.work_ref = { ms = 275.8 } -- the naive 4096^3 gemm on the H200
+    local s, src = ev:deadline("evaluate", { budget = 1 })
+    assert.is_true(s > 5 and s < 30, "deadline " .. s)
+    assert.matches("the baseline's 275%.800 ms", src)
+    local c = ev:deadline("compare", { budget = 1 })
+    assert.is_true(c > s)
+    local p = ev:deadline("profile", { budget = 1 })
+    assert.is_true(p > s)
+  end)
+
+  it("scales with the work: a kernel ten times slower gets a longer deadline", function()
+    local ev = eval.new(gemm_task())
+    ev.work_ref = { ms = 1 }
+    local fast = ev:deadline("evaluate", { budget = 1 })
+    ev.work_ref = { ms = 1000 }
+    local slow = ev:deadline("evaluate", { budget = 1 })
+    assert.is_true(slow > 10 * (fast - eval.DEADLINE_FLOOR - 2))
+  end)
+
+  it("lets the run's --deadline and the task's deadline win, and says so", function()
+    local task = gemm_task()
+    task.deadline = 7
+    local ev = eval.new(task)
+    ev.work_ref = { ms = 1 }
+    local s, src = ev:deadline("evaluate")
+    assert.are.equal(7, s)
+    assert.matches("task's deadline", src)
+    ev = eval.new(task, { deadline = 3 })
+    s, src = ev:deadline("evaluate")
+    assert.are.equal(3, s)
+    assert.matches("%-%-deadline", src)
+  end)
+end)
+
+describe("kloop.eval static device data", function()
+  local BIG = [[
+__device__ float stash[1 << 21];
+extern "C" __global__ void gemm(int M, int N, int K, const float *A, const float *B, float *C) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < M * N) { stash[i % (1 << 21)] = A[0]; C[i] = stash[0] + B[0] * K; }
+}
+]]
+
+  it("reads the size of __device__ data from a cubin", function()
+    local job = compile.compile(BIG, { arch = "sm_90", name = "big.cu" })
+    assert.is_true(job.ok, job.log)
+    local bytes = assert(compile.static_data_bytes(util.read_file(job.cubin_path)))
+    assert.are.equal(8 * 2^20, bytes)
+    local small = compile.compile((BIG:gsub("1 << 21", "16")), { arch = "sm_90", name = "small.cu" })
+    assert.are.equal(64, compile.static_data_bytes(util.read_file(small.cubin_path)))
+    assert.is_nil((compile.static_data_bytes("not an elf image at all, long enough to pass the size check ..........")))
+  end)
+
+  it("refuses a candidate with more than the task allows, and names the field", function()
+    local ev = eval.new(gemm_task())
+    ev.arch = "sm_90"
+    ev.gpu = { arch = "sm_90", sm_count = 132, clock_khz = 1980000, mem_clock_khz = 2619000, mem_bus_width = 6144 }
+    local req, failed = ev:prepare(BIG, { name = "big.cu" })
+    assert.is_nil(req)
+    assert.are.equal("rejected", failed.verdict)
+    assert.matches("8%.00 MiB of static __device__ data", failed.reason)
+    assert.matches("static_data = 8388608", failed.reason)
+    ev.task.static_data = 16 * 2^20
+    req = ev:prepare(BIG, { name = "big.cu" })
+    assert.is_table(req)
+  end)
+end)
+
+describe("kloop.eval sentinel", function()
+  -- A scripted worker: submit answers from a table; the sentinel's verify-only request
+  -- is told apart by its extra field.
+  local function scripted(answers)
+    local ev = eval.new(gemm_task())
+    ev.calls = {}
+    ev.submit = function(self, op, src, opts, extra)
+      local key = (extra and extra.verify_only) and "sentinel" or src
+      self.calls[#self.calls + 1] = key
+      local a = answers[key]
+      local r = type(a) == "function" and a(self) or a
+      local out = {}
+      for k, v in pairs(r) do out[k] = v end
+      return out
+    end
+    ev.kill = function(self) self.killed = (self.killed or 0) + 1 end
+    ev.derive = function(self, r) return r end
+    return ev
+  end
+
+  it("re-verifies the best candidate after a streak of failed verifications", function()
+    local ev = scripted({ good = { verdict = "ok", time_ms = 2 }, bad = { verdict = "wrong" }, sentinel = { verdict = "ok" } })
+    ev:evaluate("good")
+    for _ = 1, eval.SENTINEL_STREAK do ev:evaluate("bad") end
+    assert.are.equal("sentinel", ev.calls[#ev.calls])
+    assert.are.equal(1, ev.sentinel_runs)
+    assert.is_nil(ev.killed)
+  end)
+
+  it("runs every SENTINEL_EVERY candidates", function()
+    local ev = scripted({ good = { verdict = "ok", time_ms = 2 }, sentinel = { verdict = "ok" } })
+    for _ = 1, eval.SENTINEL_EVERY * 2 do ev:evaluate("good") end
+    assert.are.equal(2, ev.sentinel_runs)
+  end)
+
+  it("restarts the worker and evaluates again what it judged since the last good sentinel", function()
+    local poisoned = true
+    local ev = scripted({
+      good = { verdict = "ok", time_ms = 2 },
+      -- while the worker is poisoned, correct kernels come out wrong
+      other = function() return poisoned and { verdict = "wrong" } or { verdict = "ok", time_ms = 1.5 } end,
+      sentinel = function() return poisoned and { verdict = "wrong" } or { verdict = "ok" } end,
+    })
+    local told = {}
+    ev.opts.on_reevaluate = function(r) told[#told + 1] = r end
+    ev:evaluate("good")
+    local results = {}
+    for i = 1, eval.SENTINEL_STREAK - 1 do results[i] = ev:evaluate("other") end
+    ev.kill = function(self) poisoned = false self.killed = (self.killed or 0) + 1 end
+    results[#results + 1] = ev:evaluate("other") -- the streak's last: the sentinel runs and trips
+    assert.are.equal(1, ev.sentinel_trips)
+    assert.are.equal(1, ev.killed)
+    -- the same tables the caller holds now carry the new verdicts
+    for _, r in ipairs(results) do
+      assert.are.equal("ok", r.verdict)
+      assert.are.equal("wrong", r.reevaluated.previous.verdict)
+    end
+    assert.are.equal(#results + 1, #told) -- "good" was judged since the last sentinel too
+  end)
+end)
