@@ -278,25 +278,22 @@ function Evaluator:start()
     self.ref_job = job
   end
   self.task_spec = self.task_spec or self:spec()
-  local flush_cubin, check_cubin
+  local own = {} -- kloop's own kernels the CUDA worker needs: the L2 flush and the state check
   if self:backend() == "cuda" then
-    local fj = compile.compile(M.flush_source, { arch = self.arch, name = "kloop_l2_flush.cu" })
-    if not fj.ok then
-      self:kill()
-      return nil, "kloop's L2 flush kernel does not compile:\n" .. compile.filter_log(fj.log)
+    for _, k in ipairs({ { "flush", M.flush_source, "kloop_l2_flush.cu", "L2 flush" },
+                         { "check", M.check_source, "kloop_check_regions.cu", "state-check" } }) do
+      local j = compile.compile(k[2], { arch = self.arch, name = k[3] })
+      if not j.ok then
+        self:kill()
+        return nil, "kloop's " .. k[4] .. " kernel does not compile:\n" .. compile.filter_log(j.log)
+      end
+      own[k[1]] = j.cubin_path
     end
-    flush_cubin = fj.cubin_path
-    local cj = compile.compile(M.check_source, { arch = self.arch, name = "kloop_check_regions.cu" })
-    if not cj.ok then
-      self:kill()
-      return nil, "kloop's state-check kernel does not compile:\n" .. compile.filter_log(cj.log)
-    end
-    check_cubin = cj.cubin_path
   end
   local t0 = C.kl_now()
   local r
   r, kind, msg = self:request({ op = "setup", spec = self.task_spec, ref_cubin = self.ref_job.cubin_path,
-    flush_cubin = flush_cubin, check_cubin = check_cubin }, 900)
+    flush_cubin = own.flush, check_cubin = own.check }, 900)
   if not r then return nil, "task setup failed (" .. kind .. "): " .. msg end
   if not r.ok then self:kill() return nil, "task setup failed: " .. tostring(r.error) end
   self.setup_seconds = C.kl_now() - t0

@@ -7,17 +7,7 @@
 #include <time.h>
 #include "kloop.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                              \
-  do {                                                                \
-    if (!(cond)) {                                                    \
-      failures++;                                                     \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                   \
-      fprintf(stderr, "\n");                                          \
-    }                                                                 \
-  } while (0)
+#include "kl_check.h"
 
 
 static uint16_t to_half(double d) {

@@ -22,16 +22,7 @@ void kl_free(void *p) { free(p); }
  * run exits nonzero if any failed.
  */
 
-static int failures = 0;
-#define CHECK(cond, ...)                                            \
-  do {                                                              \
-    if (!(cond)) {                                                  \
-      failures++;                                                   \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                 \
-      fprintf(stderr, "\n");                                        \
-    }                                                               \
-  } while (0)
+#include "kl_check.h"
 
 static char self_path[4096];
 

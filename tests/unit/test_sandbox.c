@@ -34,16 +34,7 @@ void kl_free(void *p) { free(p); }
  * its own files or arguments the kernel rejects anyway.
  */
 
-static int failures = 0;
-#define CHECK(cond, ...)                                                \
-  do {                                                                  \
-    if (!(cond)) {                                                      \
-      failures++;                                                       \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);   \
-      fprintf(stderr, __VA_ARGS__);                                     \
-      fprintf(stderr, "\n");                                            \
-    }                                                                   \
-  } while (0)
+#include "kl_check.h"
 
 enum { DIES = 1, RUNS = 2, ABORTS = 3 };
 
