@@ -1,27 +1,48 @@
 -- strategies/tune.lua: numeric search over the task's declared parameters (no LLM):
--- exhaustive when the space fits the budget, otherwise random samples then a walk
--- around the best (simulated annealing on the verified time).
+-- exhaustive when the valid space fits the budget; otherwise, by default, a model-based
+-- search (a random forest over the parameters, expected improvement over the points not
+-- yet evaluated: kloop.surrogate) that uses every evaluation from the first; or random
+-- samples, or random samples then a walk around the best (simulated annealing).
 local tune = require("kloop.tune")
+local surrogate = require("kloop.surrogate")
 
 local S = {
   name = "tune",
   description = "search the task's tunable parameters (-D defines); no network",
   options = {
-    { "explore", 0.3, "fraction of the budget spent on random samples before the local walk" },
+    { "method", "model", "model (random forest + expected improvement), anneal, random, or exhaustive" },
+    { "init", 0, "random points before the model takes over (0: max(6, 2 x parameters))" },
+    { "stop_ei", 0.0005, "model: stop when the best expected improvement (in log time) stays below this twice" },
+    { "explore", 0.3, "anneal: fraction of the budget spent on random samples before the local walk" },
     { "batch", 4, "candidates proposed per step" },
   },
 }
+
+local METHODS = { model = true, anneal = true, random = true, exhaustive = true }
+
+-- Valid spaces up to this many points are enumerated (exhaustive runs); the model
+-- scores at most POOL of them per step (all of a smaller space).
+local ENUMERATE, POOL = 200000, 2000
 
 function S.init(ctx)
   ctx.space = tune.space(ctx.task)
   if ctx.space.size == 0 then
     error("task " .. ctx.task.name .. " declares no params: nothing to tune (add params = {NAME = {values}})", 0)
   end
+  local method = ctx.opts.method
+  if not METHODS[method] then
+    error("--method must be model, anneal, random or exhaustive, not " .. tostring(method), 0)
+  end
   ctx.seen = {}
-  if ctx.space.size <= ctx.opts.budget then
+  if ctx.space.size <= ENUMERATE then ctx.valid = tune.all(ctx.space) end
+  if method == "exhaustive" and not ctx.valid then
+    error(string.format("the space has %d points: too many to enumerate (at most %d)", ctx.space.size, ENUMERATE), 0)
+  end
+  if ctx.valid and (method == "exhaustive" or #ctx.valid <= ctx.opts.budget) then
     ctx.queue = ctx.rng:shuffle(tune.all(ctx.space))
   end
   ctx.temperature = 0.2
+  ctx.encode = surrogate.encoder(ctx.space)
 end
 
 local function fresh(ctx, p)
@@ -30,6 +51,75 @@ local function fresh(ctx, p)
   if ctx.seen[k] then return false end
   ctx.seen[k] = true
   return true
+end
+
+-- The model's data: every evaluated point (log of its median; a failure counts as twice
+-- the slowest verified time, so the model learns where the space does not work).
+local function observations(ctx)
+  local X, y, fails = {}, {}, {}
+  local worst = -math.huge
+  for _, c in ipairs(ctx.history) do
+    if c.defines and c.proposer == "tune" and c.result then
+      if c.result.verdict == "ok" then
+        X[#X + 1], y[#y + 1] = ctx.encode(c.defines), math.log(c.result.time_ms)
+        worst = math.max(worst, y[#y])
+      else
+        fails[#fails + 1] = ctx.encode(c.defines)
+      end
+    end
+  end
+  for _, x in ipairs(fails) do X[#X + 1], y[#y + 1] = x, (worst > -math.huge and worst or 0) + math.log(2) end
+  return X, y
+end
+
+local function propose_model(ctx, n)
+  local d = #ctx.space.names
+  local init = ctx.opts.init > 0 and ctx.opts.init or math.max(6, 2 * d)
+  local X, y = observations(ctx)
+  local out = {}
+  if #y < init then
+    for _ = 1, 200 * n do
+      if #out >= math.min(n, init - #y) then break end
+      local p = tune.random(ctx.space, ctx.rng)
+      if fresh(ctx, p) then out[#out + 1] = tune.candidate(ctx.task, p) end
+    end
+    return out
+  end
+  -- the pool: every valid point not yet proposed where there are few enough; else a
+  -- random sample of them plus every unseen neighbour of the best points so far
+  local pool, in_pool = {}, {}
+  local function add(p)
+    local k = p and tune.key(p)
+    if p and not ctx.seen[k] and not in_pool[k] then in_pool[k] = true pool[#pool + 1] = p end
+  end
+  if ctx.valid and #ctx.valid <= POOL then
+    for _, p in ipairs(ctx.valid) do add(p) end
+  else
+    for _ = 1, POOL do add(ctx.valid and ctx.rng:pick(ctx.valid) or tune.random(ctx.space, ctx.rng)) end
+    local ranked = {}
+    for _, c in ipairs(ctx.history) do
+      if c.defines and c.result and c.result.verdict == "ok" then ranked[#ranked + 1] = c end
+    end
+    table.sort(ranked, function(a, b) return a.result.time_ms < b.result.time_ms end)
+    for r = 1, math.min(8, #ranked) do
+      for _, q in ipairs(tune.neighbours(ctx.space, ranked[r].defines)) do add(q) end
+    end
+  end
+  if #pool == 0 then return out end
+  local xs = {}
+  for i, p in ipairs(pool) do xs[i] = ctx.encode(p) end
+  local chosen, ei = surrogate.pick(X, y, xs, n, ctx.rng)
+  -- a model that expects nothing better anywhere, twice in a row, ends the search
+  ctx.flat = ei < ctx.opts.stop_ei and (ctx.flat or 0) + 1 or 0
+  if ctx.flat >= 2 then
+    ctx.stopped = string.format("the model expects no improvement (best expected gain %.2g%%)", 100 * (math.exp(ei) - 1))
+    if not ctx.opts.quiet then print("tune: " .. ctx.stopped) end
+    return {}
+  end
+  for _, i in ipairs(chosen) do
+    if fresh(ctx, pool[i]) then out[#out + 1] = tune.candidate(ctx.task, pool[i], ctx.best) end
+  end
+  return out
 end
 
 function S.propose(ctx)
@@ -42,11 +132,12 @@ function S.propose(ctx)
     end
     return out
   end
+  if ctx.opts.method == "model" then return propose_model(ctx, n) end
   local evaluated = #ctx.history - 1
   for _ = 1, 200 * n do
     if #out >= n then break end
     local p
-    if evaluated < ctx.opts.explore * ctx.opts.budget or not ctx.current then
+    if ctx.opts.method == "random" or evaluated < ctx.opts.explore * ctx.opts.budget or not ctx.current then
       p = tune.random(ctx.space, ctx.rng)
     else
       -- an unseen neighbour of the current point; a random point once none is left

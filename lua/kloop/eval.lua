@@ -179,9 +179,38 @@ M.host_worker_env = { "PATH", "LANG", "LC_", "KLOOP_LUA_DIR", "KLOOP_EMBEDDED_ON
 function Evaluator:backend() return self.opts.backend or self.task.backend or "cuda" end
 
 -- The compiler of this evaluator's backend and its options for one candidate.
+-- Implicit parameters (kloop.tune.implicit_space) travel among a candidate's defines
+-- under kloop_* names; they are not -D defines: kloop_block reshapes the task's launch
+-- plan, kloop_maxrreg and kloop_fast_math become compiler options. Returns the plain
+-- defines, the extra options and the block shape (or nil).
+function M.split_implicit(defines)
+  if not defines then return nil, {}, nil end
+  local plain, options, block = {}, {}, nil
+  for k, v in pairs(defines) do
+    if k == "kloop_block" then
+      local dims = {}
+      for d in tostring(v):gmatch("%d+") do dims[#dims + 1] = tonumber(d) end
+      block = dims
+    elseif k == "kloop_maxrreg" then
+      if tonumber(v) and tonumber(v) > 0 then options[#options + 1] = "--maxrregcount=" .. math.floor(tonumber(v)) end
+    elseif k == "kloop_fast_math" then
+      if tonumber(v) == 1 then options[#options + 1] = "--use_fast_math" end
+    else
+      plain[k] = v
+    end
+  end
+  return plain, options, block
+end
+
 function Evaluator:compiler(opts)
-  local copts = { arch = self.arch, dir = self.task.dir, options = self.task.options, defines = opts.defines,
-    name = opts.name }
+  local defines, extra = M.split_implicit(opts.defines)
+  local options = self.task.options
+  if #extra > 0 then
+    options = {}
+    for _, o in ipairs(self.task.options or {}) do options[#options + 1] = o end
+    for _, o in ipairs(extra) do options[#options + 1] = o end
+  end
+  local copts = { arch = self.arch, dir = self.task.dir, options = options, defines = defines, name = opts.name }
   return self:backend() == "host" and compile_host or compile, copts
 end
 
@@ -309,7 +338,8 @@ end
 
 -- Launch plans per case: the candidate's own (launch comments) or the task's.
 function Evaluator:plans(src, defines)
-  local own = self:backend() ~= "host" and plan.from_source(src, self.task.entry, defines)
+  local plain, _, block = M.split_implicit(defines)
+  local own = self:backend() ~= "host" and plan.from_source(src, self.task.entry, plain)
   local out = {}
   for _, case in ipairs(taskmod.cases(self.task)) do
     if own then
@@ -318,9 +348,28 @@ function Evaluator:plans(src, defines)
       out[case.label] = p
     else
       out[case.label] = plan.for_task(self.task, case.size)
+      if block then
+        local p, err = M.reshape(out[case.label], block)
+        if not p then return nil, err end
+        out[case.label] = p
+      end
     end
   end
   return out
+end
+
+-- The task's one-kernel plan with another block shape and as many threads along each
+-- dimension as before (grid_i = cdiv(grid_i * block_i, new_i)): right for kernels that
+-- index by blockIdx * blockDim + threadIdx; verification decides for any other.
+function M.reshape(p, block)
+  if #p ~= 1 then return nil, "kloop_block reshapes one-kernel plans only" end
+  local k = p[1]
+  local grid, b = {}, {}
+  for i = 1, 3 do
+    b[i] = block[i] or 1
+    grid[i] = math.ceil(k.grid[i] * k.block[i] / b[i])
+  end
+  return plan.normalize({ grid = grid, block = b, smem = k.smem, entry = k.entry }, k.entry)
 end
 
 function Evaluator:floor_ms()

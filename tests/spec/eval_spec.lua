@@ -147,3 +147,43 @@ describe("kloop.eval sentinel", function()
     assert.are.equal(#results + 1, #told) -- "good" was judged since the last sentinel too
   end)
 end)
+
+describe("implicit parameters (a task that declares none still has something to tune)", function()
+  local tune = require("kloop.tune")
+
+  it("offers block shapes, a register cap and fast math for a CUDA task", function()
+    local task = gemm_task()
+    local p = tune.implicit_params(task)
+    local has = {}
+    for _, b in ipairs(p.kloop_block) do has[b] = true end
+    assert.is_true(has["32x32"] and has["16x16"]) -- the task's own shape is among them
+    assert.is_true(#p.kloop_block > 5)
+    assert.are.same({ 0, 32, 64, 128 }, p.kloop_maxrreg)
+    assert.are.same({ 0, 1 }, p.kloop_fast_math)
+    local space = tune.space(task)
+    assert.is_true(space.implicit)
+    assert.are.equal(#p.kloop_block * 4 * 2, space.size)
+    -- none for a host task
+    local host = assert(taskmod.load("examples/cpu/sgemm.c"))
+    assert.are.equal(0, tune.space(host).size)
+  end)
+
+  it("turns them into a launch plan and compiler options, never -D defines", function()
+    local plain, options, block = eval.split_implicit({ kloop_block = "16x16", kloop_maxrreg = 64, kloop_fast_math = 1, BM = 8 })
+    assert.are.same({ BM = 8 }, plain)
+    assert.are.same({ 16, 16 }, block)
+    table.sort(options)
+    assert.are.same({ "--maxrregcount=64", "--use_fast_math" }, options)
+    local ev = eval.new(gemm_task())
+    ev.arch = "sm_90"
+    ev.gpu = { arch = "sm_90", sm_count = 132, clock_khz = 1980000, mem_clock_khz = 2619000, mem_bus_width = 6144 }
+    local req, failed, job = ev:prepare(nil or ev.task.source, { name = "g.cu", defines = { kloop_block = "16x16", kloop_maxrreg = 32 } })
+    assert.is_table(req, failed and failed.reason)
+    -- 4096 / 32 = 128 blocks of 32x32 become 256 of 16x16: the same threads per dimension
+    assert.are.same({ 256, 256, 1 }, req.plans.bench[1].grid)
+    assert.are.same({ 16, 16, 1 }, req.plans.bench[1].block)
+    assert.are.same({ 18, 24, 1 }, req.plans.check1[1].grid) -- 9 * 32 / 16, 12 * 32 / 16 (257 x 383)
+    assert.is_nil(job.log:find("kloop_", 1, true))
+    assert.is_true(job.resources.gemm.registers <= 32, "registers " .. tostring(job.resources.gemm.registers))
+  end)
+end)

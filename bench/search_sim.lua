@@ -1,0 +1,139 @@
+-- bench/search_sim.lua: tune's search methods replayed on recorded and synthetic
+-- landscapes (no GPU): for each space, budget max(10% of the valid points, 16), many
+-- seeds, how often the best found is within 2% of the exhaustive optimum.
+-- usage: kloop bench/search_sim.lua [--seeds N] [--methods model,random,anneal] [--batch B]
+--        [--only NAME] [--json FILE]
+-- The strategy's hooks (strategies/tune.lua) run exactly as the driver calls them:
+-- init, then propose / evaluate each / on_result until the budget is spent; an
+-- evaluation is a look-up in the landscape (a point it lacks is a failed candidate).
+local rng = require("kloop.rng")
+local tune = require("kloop.tune")
+local util = require("kloop.util")
+local cjson = require("cjson")
+
+local seeds, methods, batch, only, json_out = 20, { "model", "random", "anneal" }, 4, nil, nil
+local i = 1
+while i <= #arg do
+  local a = arg[i]
+  if a == "--seeds" then seeds = tonumber(arg[i + 1]) i = i + 1
+  elseif a == "--methods" then methods = util.split(arg[i + 1], ",") i = i + 1
+  elseif a == "--batch" then batch = tonumber(arg[i + 1]) i = i + 1
+  elseif a == "--only" then only = arg[i + 1] i = i + 1
+  elseif a == "--json" then json_out = arg[i + 1] i = i + 1
+  else error("unknown argument " .. a) end
+  i = i + 1
+end
+
+-- A landscape: a task-like table (params, constraint, source) and time_of(point).
+local function recorded(name, path, names)
+  local times, params = {}, {}
+  for _, n in ipairs(names) do params[n] = {} end
+  local seen = {}
+  for line in io.lines(path) do
+    if not line:match("^#") and line:match("%S") then
+      local f = util.split(line, "\t")
+      local p = {}
+      for k, n in ipairs(names) do
+        p[n] = tonumber(f[k])
+        seen[n] = seen[n] or {}
+        if not seen[n][p[n]] then seen[n][p[n]] = true table.insert(params[n], p[n]) end
+      end
+      times[tune.key(p)] = tonumber(f[#names + 1])
+    end
+  end
+  for _, n in ipairs(names) do table.sort(params[n]) end
+  return { name = name, task = { params = params, constraint = function(p) return times[tune.key(p)] ~= nil end,
+    source = "", name = name }, time_of = function(p) return times[tune.key(p)] end }
+end
+
+-- A synthetic landscape shaped like a kernel's: a smooth bowl with an interaction,
+-- a ripple, and a per-point jitter of a few percent (hardware discontinuities); a
+-- slice of it invalid (the constraint) when `holes` is set.
+local function synthetic(name, dims, levels, holes)
+  local params, names = {}, {}
+  for d = 1, dims do
+    local n = "P" .. d
+    names[d] = n
+    params[n] = {}
+    for v = 1, levels do params[n][v] = 2 ^ (v - 1) end
+  end
+  local centre = {}
+  for d = 1, dims do centre[d] = ((d * 0.37) % 1) * 0.8 + 0.1 end
+  local function x(p, d) return (math.log(p["P" .. d]) / math.log(2)) / (levels - 1) end
+  local function jitter(p)
+    local k = tune.key(p) .. name
+    local h = require("kloop.core").C.kl_hash64(k, #k, 1)
+    return tonumber(h % 100000ULL) / 100000
+  end
+  local function valid(p) return not holes or (x(p, 1) + x(p, 2) <= 1.5) end
+  return { name = name, task = { params = params, constraint = valid, source = "", name = name },
+    time_of = function(p)
+      if not valid(p) then return nil end
+      local t = 1
+      for d = 1, dims do t = t + (d % 2 == 1 and 3 or 1.5) * (x(p, d) - centre[d]) ^ 2 end
+      t = t + 2 * (x(p, 1) - x(p, 2)) ^ 2 + 0.15 * math.abs(math.sin(9 * x(p, dims)))
+      return t * (1 + 0.06 * jitter(p))
+    end }
+end
+
+local landscapes = {
+  recorded("gemm_tiled (H200)", "bench/landscapes/gemm_tiled_h200.tsv", { "BM", "BN", "BK", "TM", "TN" }),
+  synthetic("synthetic 8x5", 2, 8, false),
+  synthetic("synthetic 10^3, holes", 3, 10, true),
+  synthetic("synthetic 10^4", 4, 10, false),
+}
+
+local strategy = dofile("strategies/tune.lua")
+
+local function run(land, method, seed, budget)
+  local ctx = { task = land.task, history = {}, rng = rng.new(seed),
+    opts = { budget = budget, batch = batch, method = method, init = 0, stop_ei = 0.0005, explore = 0.3, quiet = true } }
+  ctx.history[1] = { proposer = "baseline", result = { verdict = "ok", time_ms = 1e9 } }
+  strategy.init(ctx)
+  local evaluated, best = 0, math.huge
+  while evaluated < budget do
+    local cands = strategy.propose(ctx)
+    if #cands == 0 then break end
+    for _, c in ipairs(cands) do
+      if evaluated >= budget then break end
+      evaluated = evaluated + 1
+      local t = land.time_of(c.defines)
+      c.result = t and { verdict = "ok", time_ms = t } or { verdict = "launch_error" }
+      ctx.history[#ctx.history + 1] = c
+      if t and t < best then best = t ctx.best = c end
+      if strategy.on_result then strategy.on_result(ctx, c, c.result) end
+    end
+  end
+  return best, evaluated
+end
+
+local rows, raw = {}, {}
+for _, land in ipairs(landscapes) do
+  if not only or land.name:find(only, 1, true) then
+    local space = tune.space(land.task)
+    local all = tune.all(space)
+    local opt = math.huge
+    for _, p in ipairs(all) do opt = math.min(opt, land.time_of(p)) end
+    local budget = math.max(math.ceil(0.1 * #all), 16)
+    for _, method in ipairs(methods) do
+      local within, ratios, used = 0, {}, 0
+      local t0 = os.clock()
+      for s = 1, seeds do
+        local best, n = run(land, method, 1000 + s, budget)
+        ratios[s] = best / opt
+        used = used + n
+        if best <= 1.02 * opt then within = within + 1 end
+      end
+      table.sort(ratios)
+      rows[#rows + 1] = string.format("%-24s %6d %6d  %-8s %5.0f%%  %8.4f  %8.4f  %6.1f  %6.2f s", land.name, #all, budget,
+        method, 100 * within / seeds, ratios[math.ceil(seeds / 2)], ratios[seeds], used / seeds, os.clock() - t0)
+      raw[#raw + 1] = { landscape = land.name, points = #all, budget = budget, method = method, seeds = seeds,
+        within_2pct = within / seeds, median_ratio = ratios[math.ceil(seeds / 2)], worst_ratio = ratios[seeds],
+        mean_evaluations = used / seeds }
+    end
+  end
+end
+print(string.format("%-24s %6s %6s  %-8s %6s  %8s  %8s  %6s  %8s", "landscape", "valid", "budget", "method", "<=2%",
+  "median", "worst", "evals", "cpu"))
+for _, r in ipairs(rows) do print(r) end
+if json_out then util.write_file(json_out, cjson.encode(raw)) end

@@ -1,0 +1,135 @@
+-- tests/spec/tune_spec.lua: tune's learning search (strategies/tune.lua, kloop.surrogate)
+-- on synthetic spaces, driven the way the driver drives a strategy; no GPU.
+local surrogate = require("kloop.surrogate")
+local tune = require("kloop.tune")
+local rng = require("kloop.rng")
+
+-- A task-like space: two or three parameters, a constraint, and a cost function.
+local function space_task(levels, dims, constraint)
+  local params = {}
+  for d = 1, dims do
+    params["P" .. d] = {}
+    for v = 1, levels do params["P" .. d][v] = 2 ^ (v - 1) end
+  end
+  return { name = "synthetic", source = "", params = params, constraint = constraint }
+end
+
+local function bowl(p)
+  local t = 1
+  for k, v in pairs(p) do
+    local c = ({ P1 = 16, P2 = 4, P3 = 64 })[k]
+    t = t + (math.log(v / c) / math.log(2)) ^ 2
+  end
+  return t
+end
+
+-- init, then propose / evaluate / on_result until the budget or the strategy stops
+local function drive(task, opts, time_of)
+  local S = dofile("strategies/tune.lua")
+  local o = { budget = 20, batch = 4, method = "model", init = 0, stop_ei = 0.0005, explore = 0.3, quiet = true }
+  for k, v in pairs(opts or {}) do o[k] = v end
+  local ctx = { task = task, opts = o, rng = rng.new(o.seed or 1),
+    history = { { proposer = "baseline", result = { verdict = "ok", time_ms = 1e9 } } } }
+  S.init(ctx)
+  local evaluated, best, seen = 0, math.huge, {}
+  while evaluated < o.budget do
+    local cands = S.propose(ctx)
+    if #cands == 0 then break end
+    for _, c in ipairs(cands) do
+      if evaluated >= o.budget then break end
+      evaluated = evaluated + 1
+      local k = tune.key(c.defines)
+      assert.is_nil(seen[k], "a point proposed twice: " .. k)
+      seen[k] = true
+      local t = time_of(c.defines)
+      c.result = t and { verdict = "ok", time_ms = t } or { verdict = "launch_error" }
+      ctx.history[#ctx.history + 1] = c
+      if t and t < best then best = t ctx.best = c end
+      S.on_result(ctx, c, c.result)
+    end
+  end
+  return best, evaluated, ctx
+end
+
+describe("kloop.surrogate", function()
+  it("learns a bowl well enough to rank points", function()
+    local task = space_task(8, 2)
+    local space = tune.space(task)
+    local enc = surrogate.encoder(space)
+    local r = rng.new(3)
+    local X, y = {}, {}
+    for _, p in ipairs(r:shuffle(tune.all(space))) do
+      if #X < 30 then X[#X + 1], y[#y + 1] = enc(p), math.log(bowl(p)) end
+    end
+    local f = surrogate.fit(X, y, r)
+    local near = f:predict(enc({ P1 = 16, P2 = 4 }))
+    local far = f:predict(enc({ P1 = 1, P2 = 128 }))
+    assert.is_true(near < far, string.format("%.3f vs %.3f", near, far))
+    local _, sd = f:predict(enc({ P1 = 16, P2 = 4 }))
+    assert.is_true(sd >= 0)
+  end)
+
+  it("scores expected improvement: higher for a better mean, and for more doubt at equal mean", function()
+    local ei = surrogate.expected_improvement
+    assert.is_true(ei(0.5, 0.1, 1.0) > ei(0.9, 0.1, 1.0))
+    assert.is_true(ei(1.0, 0.5, 1.0) > ei(1.0, 0.1, 1.0))
+    assert.are.equal(0, ei(2.0, 0, 1.0))
+  end)
+end)
+
+describe("tune --method model", function()
+  it("finds the optimum of a 512-point space in 48 evaluations, for every seed tried", function()
+    local task = space_task(8, 3)
+    for seed = 1, 5 do
+      local best = drive(task, { budget = 48, seed = seed }, bowl)
+      assert.are.equal(1, best, "seed " .. seed)
+    end
+  end)
+
+  it("beats random sampling at the same budget on the same seeds", function()
+    local task = space_task(8, 3)
+    local m, r = 0, 0
+    for seed = 1, 8 do
+      m = m + drive(task, { budget = 24, seed = seed }, bowl)
+      r = r + drive(task, { budget = 24, seed = seed, method = "random" }, bowl)
+    end
+    assert.is_true(m < r, string.format("model %.2f vs random %.2f", m / 8, r / 8))
+  end)
+
+  it("learns where the space fails (failed points are data, not holes)", function()
+    local task = space_task(8, 2)
+    local best = drive(task, { budget = 30, seed = 2 }, function(p)
+      if p.P1 >= 32 then return nil end -- a launch error over half the space
+      return bowl(p)
+    end)
+    assert.are.equal(1, best)
+  end)
+
+  it("stops early when the model expects nothing better (a flat space)", function()
+    local task = space_task(8, 3)
+    local _, n, ctx = drive(task, { budget = 200, seed = 4 }, function() return 1 end)
+    assert.is_true(n < 100, "evaluated " .. n)
+    assert.matches("expects no improvement", ctx.stopped)
+  end)
+
+  it("repeats itself for the same seed", function()
+    local task = space_task(8, 3)
+    local _, _, a = drive(task, { budget = 20, seed = 9 }, bowl)
+    local _, _, b = drive(task, { budget = 20, seed = 9 }, bowl)
+    for i = 2, #a.history do assert.are.equal(tune.key(a.history[i].defines), tune.key(b.history[i].defines)) end
+  end)
+
+  it("goes exhaustive when the budget covers the valid points, not the raw space", function()
+    local task = space_task(8, 2, function(p) return p.P1 * p.P2 <= 64 end)
+    local valid = #tune.all(tune.space(task))
+    assert.is_true(valid < 64)
+    local _, n = drive(task, { budget = valid, seed = 1 }, bowl)
+    assert.are.equal(valid, n)
+  end)
+
+  it("refuses an unknown method", function()
+    local ok, err = pcall(drive, space_task(4, 2), { method = "genetic" }, bowl)
+    assert.is_false(ok)
+    assert.matches("model, anneal, random or exhaustive", err)
+  end)
+end)
