@@ -82,6 +82,8 @@ static int cupti_fail(kl_err *err, CUptiResult r, const char *what) {
 
 #define CP(call, what) do { CUptiResult r_ = (call); if (r_ != CUPTI_SUCCESS) return cupti_fail(err, r_, what); } while (0)
 
+/* libcupti from the loader path or the toolkit; the Profiler Host API's libnvperf_host.so,
+   which CUPTI opens by name, comes from the same folder (kl_dlopen_toolkit). */
 int kl_cupti_load(kl_err *err) {
   if (c.lib) return KL_OK;
   if (load_error[0]) return kl_fail(err, KL_ENOTFOUND, 0, "%s", load_error);

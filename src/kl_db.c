@@ -1,5 +1,6 @@
 /* kl_db.c: SQLite behind the kl_db/kl_stmt contract of kloop.h. */
 #include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "kl_internal.h"
@@ -11,11 +12,36 @@ static int db_fail(kl_err *err, sqlite3 *h, int rc, const char *what) {
   return kl_fail(err, KL_ESYS, rc, "%s: %s", what, h ? sqlite3_errmsg(h) : sqlite3_errstr(rc));
 }
 
-int kl_db_open(const char *path, int readonly, kl_db **out, kl_err *err) {
+/* "file:" URI of a path for immutable=1: '%', '?', '#' and bytes outside printable
+   ASCII percent-encoded; a path starting with '/' gets an empty authority. */
+static char *file_uri(const char *path, const char *query) {
+  size_t n = strlen(path), cap = 16 + 3 * n + strlen(query);
+  char *u = malloc(cap);
+  if (!u) return NULL;
+  size_t k = (size_t)snprintf(u, cap, "file:%s", path[0] == '/' ? "//" : "");
+  for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+    if (*p == '%' || *p == '?' || *p == '#' || *p <= 0x20 || *p >= 0x7f)
+      k += (size_t)snprintf(u + k, cap - k, "%%%02X", *p);
+    else
+      u[k++] = (char)*p;
+  }
+  snprintf(u + k, cap - k, "?%s", query);
+  return u;
+}
+
+int kl_db_open(const char *path, int flags, kl_db **out, kl_err *err) {
   *out = NULL;
   sqlite3 *h = NULL;
-  int flags = readonly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-  int rc = sqlite3_open_v2(path, &h, flags | SQLITE_OPEN_NOMUTEX, NULL);
+  int readonly = (flags & (KL_DB_READONLY | KL_DB_IMMUTABLE)) != 0;
+  int oflags = readonly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  char *uri = NULL;
+  if (flags & KL_DB_IMMUTABLE) {
+    uri = file_uri(path, "immutable=1");
+    if (!uri) return kl_fail(err, KL_ENOMEM, 0, "out of memory");
+    oflags |= SQLITE_OPEN_URI;
+  }
+  int rc = sqlite3_open_v2(uri ? uri : path, &h, oflags | SQLITE_OPEN_NOMUTEX, NULL);
+  free(uri);
   if (rc != SQLITE_OK) {
     int st = kl_fail(err, KL_ESYS, rc, "cannot open database %s: %s", path,
                      h ? sqlite3_errmsg(h) : sqlite3_errstr(rc));
@@ -23,9 +49,11 @@ int kl_db_open(const char *path, int readonly, kl_db **out, kl_err *err) {
     return st;
   }
   sqlite3_busy_timeout(h, 10000);
-  /* WAL + FULL: a kill -9 at any moment loses nothing that was committed. */
-  const char *pragmas = readonly ? "PRAGMA foreign_keys=ON;"
-                                 : "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;";
+  /* WAL + FULL: a kill -9 at any moment loses nothing that was committed. A read-only
+     connection sets nothing that writes (journal_mode would). */
+  const char *pragmas = readonly || (flags & KL_DB_NO_SETUP)
+                          ? "PRAGMA foreign_keys=ON;"
+                          : "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;";
   char *msg = NULL;
   rc = sqlite3_exec(h, pragmas, NULL, NULL, &msg);
   if (rc != SQLITE_OK) {

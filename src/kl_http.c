@@ -22,10 +22,15 @@
  * Failure behaviour: every function returns a kl_status and fills kl_err; a transfer
  * that fails (refused, reset, timed out, body too large) is still a *result* with
  * curl_code != 0 and the curl error text, so the caller decides about retries.
+ *
+ * Limits (kl_http_post_ex): connect and total through curl; first byte (the model may
+ * think for minutes before the status line) and idle (the reply started, then stopped)
+ * checked here on every poll, since curl's low-speed limit cannot tell the two apart.
  */
 
 #define KL_HTTP_BODY_MAX ((size_t)64 << 20) /* a reply larger than this is cut off as an error */
 #define KL_HTTP_CONNECT_MAX_MS 15000
+#define KL_HTTP_TICK_MS 250 /* poll wakes at least this often to check first-byte and idle limits */
 
 typedef struct kl_http_req {
   int64_t id;
@@ -34,6 +39,10 @@ typedef struct kl_http_req {
   char *buf;
   size_t len, cap;
   int too_big;
+  size_t max_body;
+  int first_byte_ms, idle_ms; /* 0: none; checked by kl_http_poll (curl has no such limit) */
+  double t_start, t_last;     /* kl_now() at post, at the last byte received */
+  int got_first;              /* a byte of the reply (status line included) has arrived */
   double retry_after_ms; /* -1 when the server sent none */
   char request_id[128];
   char errbuf[CURL_ERROR_SIZE];
@@ -60,7 +69,9 @@ static int ensure_global(kl_err *err) {
 static size_t on_body(char *data, size_t size, size_t nmemb, void *userp) {
   kl_http_req *r = userp;
   size_t n = size * nmemb;
-  if (r->len + n > KL_HTTP_BODY_MAX) {
+  r->got_first = 1;
+  r->t_last = kl_now();
+  if (r->len + n > r->max_body) {
     r->too_big = 1;
     return 0; /* curl aborts the transfer with CURLE_WRITE_ERROR */
   }
@@ -96,6 +107,8 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *userp) {
   size_t n = size * nmemb;
   char tmp[256];
   size_t vlen;
+  r->got_first = 1;
+  r->t_last = kl_now();
   if (n >= 5 && strncmp(line, "HTTP/", 5) == 0) {
     r->retry_after_ms = -1;
     r->request_id[0] = 0;
@@ -190,6 +203,16 @@ void kl_http_free(kl_http *c) {
 
 int kl_http_post(kl_http *c, const char *url, const char *const *headers, int nheaders,
                  const char *body, size_t body_len, int timeout_ms, int64_t *id, kl_err *err) {
+  kl_http_limits lim = {0};
+  if (timeout_ms > 0) {
+    lim.total_ms = timeout_ms;
+    lim.connect_ms = timeout_ms < KL_HTTP_CONNECT_MAX_MS ? timeout_ms : KL_HTTP_CONNECT_MAX_MS;
+  }
+  return kl_http_post_ex(c, url, headers, nheaders, body, body_len, &lim, id, err);
+}
+
+int kl_http_post_ex(kl_http *c, const char *url, const char *const *headers, int nheaders,
+                    const char *body, size_t body_len, const kl_http_limits *lim, int64_t *id, kl_err *err) {
   if (id) *id = 0;
   if (!c || !url || !*url || (!body && body_len)) return kl_fail(err, KL_EINVAL, 0, "kl_http_post: bad arguments");
   if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
@@ -197,6 +220,10 @@ int kl_http_post(kl_http *c, const char *url, const char *const *headers, int nh
   kl_http_req *r = calloc(1, sizeof *r);
   if (!r) return kl_fail(err, KL_ENOMEM, 0, "out of memory");
   r->retry_after_ms = -1;
+  r->max_body = lim && lim->max_body > 0 ? lim->max_body : KL_HTTP_BODY_MAX;
+  r->first_byte_ms = lim && lim->first_byte_ms > 0 ? lim->first_byte_ms : 0;
+  r->idle_ms = lim && lim->idle_ms > 0 ? lim->idle_ms : 0;
+  r->t_start = r->t_last = kl_now();
   r->easy = curl_easy_init();
   if (!r->easy) {
     free(r);
@@ -232,10 +259,8 @@ int kl_http_post(kl_http *c, const char *url, const char *const *headers, int nh
   SETOPT(CURLOPT_PRIVATE, r);
   SETOPT(CURLOPT_ACCEPT_ENCODING, "");
   SETOPT(CURLOPT_FOLLOWLOCATION, 0L);
-  if (timeout_ms > 0) {
-    SETOPT(CURLOPT_TIMEOUT_MS, (long)timeout_ms);
-    SETOPT(CURLOPT_CONNECTTIMEOUT_MS, (long)(timeout_ms < KL_HTTP_CONNECT_MAX_MS ? timeout_ms : KL_HTTP_CONNECT_MAX_MS));
-  }
+  if (lim && lim->total_ms > 0) SETOPT(CURLOPT_TIMEOUT_MS, (long)lim->total_ms);
+  if (lim && lim->connect_ms > 0) SETOPT(CURLOPT_CONNECTTIMEOUT_MS, (long)lim->connect_ms);
 #undef SETOPT
   if (rc != CURLE_OK) {
     int st = kl_fail(err, KL_EINVAL, (int)rc, "curl option: %s", curl_easy_strerror(rc));
@@ -277,9 +302,15 @@ static int take_finished(kl_http *c, kl_http_result *res) {
     res->total_s = total;
     res->retry_after_ms = r->retry_after_ms;
     snprintf(res->request_id, sizeof res->request_id, "%s", r->request_id);
+    if (code == CURLE_OPERATION_TIMEDOUT) {
+      double connect = 0;
+      curl_easy_getinfo(e, CURLINFO_CONNECT_TIME, &connect);
+      res->timed_out = connect <= 0 && !r->got_first ? KL_HTTP_TIMEOUT_CONNECT : KL_HTTP_TIMEOUT_TOTAL;
+    }
+    res->too_big = r->too_big;
     if (code != CURLE_OK) {
       if (r->too_big)
-        snprintf(res->error, sizeof res->error, "reply larger than %zu bytes", KL_HTTP_BODY_MAX);
+        snprintf(res->error, sizeof res->error, "reply larger than %zu bytes", r->max_body);
       else
         snprintf(res->error, sizeof res->error, "%s", r->errbuf[0] ? r->errbuf : curl_easy_strerror(code));
       size_t el = strlen(res->error);
@@ -288,6 +319,46 @@ static int take_finished(kl_http *c, kl_http_result *res) {
     if (!r->buf) r->buf = calloc(1, 1);
     res->body = r->buf;
     res->body_len = r->len;
+    r->buf = NULL;
+    req_free(r);
+    return 1;
+  }
+  return 0;
+}
+
+/* Ends one transfer that passed its first-byte or idle limit (curl has neither: its
+   low-speed limit would also end a model that thinks for minutes before answering);
+   1 when one was found, res filled as a timed-out transfer (curl code 28). */
+static int take_expired(kl_http *c, kl_http_result *res) {
+  double now = kl_now();
+  for (kl_http_req *r = c->reqs; r; r = r->next) {
+    int kind = 0;
+    double waited = 0;
+    if (!r->got_first && r->first_byte_ms > 0 && (now - r->t_start) * 1000.0 >= r->first_byte_ms) {
+      kind = KL_HTTP_TIMEOUT_FIRST_BYTE;
+      waited = now - r->t_start;
+    } else if (r->got_first && r->idle_ms > 0 && (now - r->t_last) * 1000.0 >= r->idle_ms) {
+      kind = KL_HTTP_TIMEOUT_IDLE;
+      waited = now - r->t_last;
+    }
+    if (!kind) continue;
+    unlink_req(c, r, 0);
+    curl_multi_remove_handle(c->multi, r->easy);
+    long status = 0;
+    curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
+    res->id = r->id;
+    res->status = (int)status;
+    res->curl_code = (int)CURLE_OPERATION_TIMEDOUT;
+    res->total_s = now - r->t_start;
+    res->timed_out = kind;
+    snprintf(res->request_id, sizeof res->request_id, "%s", r->request_id);
+    if (kind == KL_HTTP_TIMEOUT_FIRST_BYTE)
+      snprintf(res->error, sizeof res->error, "no reply within %.3g s of sending (first-byte timeout)", waited);
+    else
+      snprintf(res->error, sizeof res->error, "the reply stalled: nothing for %.3g s after %zu bytes (idle timeout)",
+               waited, r->len);
+    res->body = r->buf ? r->buf : calloc(1, 1);
+    res->body_len = r->buf ? r->len : 0;
     r->buf = NULL;
     req_free(r);
     return 1;
@@ -308,13 +379,14 @@ int kl_http_poll(kl_http *c, int wait_ms, kl_http_result *res, int *done, kl_err
   for (;;) {
     CURLMcode mc = curl_multi_perform(c->multi, &c->running);
     if (mc != CURLM_OK) return kl_fail(err, KL_ESYS, (int)mc, "curl_multi_perform: %s", curl_multi_strerror(mc));
-    if (take_finished(c, res)) {
+    if (take_finished(c, res) || take_expired(c, res)) {
       *done = 1;
       return KL_OK;
     }
     double left = deadline - kl_now();
     if (left <= 0) return KL_OK; /* with nothing pending this is a plain sleep */
     int ms = (int)(left * 1000.0) + 1;
+    if (c->reqs && ms > KL_HTTP_TICK_MS) ms = KL_HTTP_TICK_MS;
     mc = curl_multi_poll(c->multi, NULL, 0, ms, NULL);
     if (mc != CURLM_OK) return kl_fail(err, KL_ESYS, (int)mc, "curl_multi_poll: %s", curl_multi_strerror(mc));
   }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "kloop.h"
 
@@ -20,6 +21,21 @@ extern const struct { const char *name; const unsigned char *data; size_t len; }
 static lua_State *globalL;
 static volatile sig_atomic_t sigint_count;
 static volatile sig_atomic_t sigint_held; /* count Ctrl-C, raise nothing (a run closing) */
+static volatile sig_atomic_t sigint_first; /* the signal that started the interruption */
+static volatile sig_atomic_t signals_run;  /* a strategy runs: TERM and HUP stop it cleanly */
+static double sigint_t0;                   /* CLOCK_MONOTONIC seconds of the first signal */
+
+/* A repeat within this many seconds of the first signal is the same request: `timeout`
+   signals the child and then its group, an impatient user presses twice. Later, while
+   the first is still being handled, a repeat ends kloop the default way (a way out of a
+   loop compiled into a trace, which never sees the hook). */
+#define KL_SIGNAL_REPEAT_S 2.0
+
+static double mono_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts); /* async-signal-safe */
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 /* Ctrl-C: the hook raises a Lua error at the next instruction, so the running chunk
    unwinds through its pcall (strategy hooks finish cleanly, `done` still runs). Code
@@ -31,32 +47,69 @@ static void on_hook(lua_State *L, lua_Debug *ar) {
   luaL_error(L, "interrupted");
 }
 
+static void install_signals(void);
+
 static void on_sigint(int sig) {
-  (void)sig;
-  if (++sigint_count >= 2) {
-    /* a second Ctrl-C ends kloop the default way (exit status 130 in a shell); where a
-       chunk is still running, in a compiled trace that never sees the hook, a third does */
-    signal(SIGINT, SIG_DFL);
-    if (sigint_held) raise(SIGINT);
+  if (sig != SIGINT && !signals_run) {
+    /* TERM or HUP outside a strategy run: the default action, as before */
+    signal(sig, SIG_DFL);
+    raise(sig);
+    return;
   }
+  double now = mono_now();
+  if (sigint_count > 0) {
+    if (sigint_count < 1000) sigint_count++;
+    if (now - sigint_t0 < KL_SIGNAL_REPEAT_S) return; /* the same request again: nothing changes */
+    /* asked again later while the first is still handled: end kloop by this signal */
+    signal(sig, SIG_DFL);
+    raise(sig);
+    return;
+  }
+  sigint_count = 1;
+  sigint_first = sig;
+  sigint_t0 = now;
   if (globalL && !sigint_held) lua_sethook(globalL, on_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
 }
 
+static void install_signals(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sigaddset(&sa.sa_mask, SIGINT); /* one handler at a time: the three never interleave */
+  sigaddset(&sa.sa_mask, SIGTERM);
+  sigaddset(&sa.sa_mask, SIGHUP);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
+}
+
 int kl_sigint_pending(void) { return (int)sigint_count; }
+int kl_sigint_signal(void) { return sigint_count > 0 ? (int)sigint_first : 0; }
+
+/* native.signals_run(on): while a strategy runs, SIGTERM and SIGHUP are handled like
+   Ctrl-C (a scheduler's TERM stops the run cleanly); outside, they act as by default. */
+static int l_signals_run(lua_State *L) {
+  signals_run = lua_toboolean(L, 1);
+  return 0;
+}
 
 /* kloop._sigint_reset(): the REPL calls it when a prompt begins. */
 static int l_sigint_reset(lua_State *L) {
   int had = (int)sigint_count;
   sigint_count = 0;
+  sigint_first = 0;
   sigint_held = 0;
-  signal(SIGINT, on_sigint);
+  install_signals();
   lua_sethook(L, NULL, 0, 0);
   lua_pushinteger(L, had);
   return 1;
 }
 
-/* native.sigint_hold(on): while held, Ctrl-C is only counted (a second one still ends
-   kloop): a run that is closing (done hook, store, summary) finishes its bookkeeping. */
+/* native.sigint_hold(on): while held, Ctrl-C is only counted (a repeat more than
+   KL_SIGNAL_REPEAT_S after the first still ends kloop): a run that is closing (done
+   hook, store, summary) finishes its bookkeeping. */
 static int l_sigint_hold(lua_State *L) {
   sigint_held = lua_toboolean(L, 1);
   if (sigint_held) lua_sethook(L, NULL, 0, 0);
@@ -176,6 +229,8 @@ int kl_lua_main(int argc, char **argv) {
   lua_setfield(L, -2, "sigint_reset");
   lua_pushcfunction(L, l_sigint_hold);
   lua_setfield(L, -2, "sigint_hold");
+  lua_pushcfunction(L, l_signals_run);
+  lua_setfield(L, -2, "signals_run");
   lua_pushstring(L, lua_dir);
   lua_setfield(L, -2, "lua_dir");
   lua_pushstring(L, KLOOP_SOURCE_DIR);
@@ -188,7 +243,7 @@ int kl_lua_main(int argc, char **argv) {
   lua_pop(L, 2);
 
   globalL = L;
-  signal(SIGINT, on_sigint);
+  install_signals();
 
   lua_pushcfunction(L, traceback);
   lua_getfield(L, LUA_GLOBALSINDEX, "require");

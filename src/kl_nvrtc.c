@@ -29,15 +29,18 @@ static struct {
 } n;
 
 static char load_error[600];
+static char loaded_from[600];
 
 /* NVRTC is opened, not linked: the binary must start where the toolkit is absent, and
-   the toolkit's own folder is tried when the loader path does not have it. */
+   the toolkit's own folder is tried when the loader path does not have it (with
+   libnvrtc-builtins from the same folder: kl_dlopen_toolkit). */
 int kl_nvrtc_load(kl_err *err) {
   if (n.lib) return KL_OK;
   if (load_error[0]) return kl_fail(err, KL_ENOTFOUND, 0, "%s", load_error);
   const char *names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
   const char *subdirs[] = {"lib64"};
-  void *h = kl_dlopen_toolkit(names, 3, subdirs, 1, NULL, 0);
+  char path[600];
+  void *h = kl_dlopen_toolkit(names, 3, subdirs, 1, path, sizeof path);
   if (!h) {
     snprintf(load_error, sizeof load_error,
              "NVRTC not found (tried libnvrtc.so.13/.12 on the loader path and in %s/lib64): "
@@ -62,9 +65,12 @@ int kl_nvrtc_load(kl_err *err) {
     memset(&n, 0, sizeof n);
     return kl_fail(err, KL_ENOTFOUND, 0, "%s", load_error);
   }
+  snprintf(loaded_from, sizeof loaded_from, "%s", path);
   n.lib = h;
   return KL_OK;
 }
+
+const char *kl_nvrtc_path(void) { return loaded_from; }
 
 int kl_nvrtc_version(int *major, int *minor, kl_err *err) {
   int st = kl_nvrtc_load(err);

@@ -1,5 +1,6 @@
-/* kl_sys.c: small system helpers (clock, paths, hashing, randomness, environment scrubbing). */
+/* kl_sys.c: small system helpers (clock, paths, hashing, randomness, toolkit loading, environment scrubbing). */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
@@ -56,13 +57,76 @@ int kl_random_bytes(void *buf, size_t n) {
   return KL_OK;
 }
 
+/* Libraries a toolkit library opens by name when it first needs them, not through
+   DT_NEEDED: NVRTC loads libnvrtc-builtins.so.MAJOR.MINOR at its first compile, CUPTI's
+   Profiler Host API libnvperf_host.so at its first call. Where the toolkit's folder is
+   not on the loader path (a fresh machine without an ld.so.conf entry for it) those
+   lookups fail although the main library opened by full path. So each is opened here,
+   by full path, from the folder its library came from: the loader then matches the
+   later lookup by name against the SONAME already loaded. A companion missing from
+   that folder is left to the library's own search (and its own error). */
+static const struct {
+  const char *lib;    /* file name prefix of the library opened */
+  const char *prefix; /* companion file name, or its prefix when versioned */
+  int versioned;      /* 1: prefix + MAJOR.MINOR, MAJOR that of the library when known */
+} companions[] = {
+  {"libnvrtc.so", "libnvrtc-builtins.so.", 1},
+  {"libcupti.so", "libnvperf_host.so", 0},
+};
+
+/* "13.0": digits, a dot, digits; major (when not NULL) must be the first number. */
+static int version_match(const char *v, const char *major) {
+  const char *p = v;
+  if (major && *major) {
+    size_t n = strlen(major);
+    if (strncmp(p, major, n) != 0 || p[n] != '.') return 0;
+  }
+  if (!(*p >= '0' && *p <= '9')) return 0;
+  while (*p >= '0' && *p <= '9') p++;
+  if (*p++ != '.') return 0;
+  if (!(*p >= '0' && *p <= '9')) return 0;
+  while (*p >= '0' && *p <= '9') p++;
+  return *p == 0;
+}
+
+static void open_companions(void *h, const char *opened) {
+  char dir[4096], buf[4096 + 256];
+  const char *base = strrchr(opened, '/');
+  base = base ? base + 1 : opened;
+  if (dlinfo(h, RTLD_DI_ORIGIN, dir) != 0) return;
+  for (size_t i = 0; i < sizeof companions / sizeof companions[0]; i++) {
+    size_t ln = strlen(companions[i].lib);
+    if (strncmp(base, companions[i].lib, ln) != 0) continue;
+    if (!companions[i].versioned) {
+      snprintf(buf, sizeof buf, "%s/%s", dir, companions[i].prefix);
+      if (access(buf, R_OK) == 0) dlopen(buf, RTLD_NOW | RTLD_GLOBAL);
+      continue;
+    }
+    /* the library's major version from its name ("libnvrtc.so.13" -> "13"), if any */
+    char major[16] = "";
+    if (base[ln] == '.') snprintf(major, sizeof major, "%.*s", (int)strcspn(base + ln + 1, "."), base + ln + 1);
+    DIR *d = opendir(dir);
+    if (!d) continue;
+    size_t lp = strlen(companions[i].prefix);
+    for (struct dirent *e; (e = readdir(d));) {
+      if (strncmp(e->d_name, companions[i].prefix, lp) != 0 || !version_match(e->d_name + lp, major)) continue;
+      snprintf(buf, sizeof buf, "%s/%s", dir, e->d_name);
+      dlopen(buf, RTLD_NOW | RTLD_GLOBAL);
+    }
+    closedir(d);
+  }
+}
+
 void *kl_dlopen_toolkit(const char *const *names, size_t n, const char *const *subdirs, size_t nsub,
                         char *path, size_t pathlen) {
   char buf[4096];
   for (size_t i = 0; i < n; i++) {
     void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
     if (h) {
-      if (path) snprintf(path, pathlen, "%s", names[i]);
+      char dir[4096];
+      if (path && dlinfo(h, RTLD_DI_ORIGIN, dir) == 0) snprintf(path, pathlen, "%s/%s", dir, names[i]);
+      else if (path) snprintf(path, pathlen, "%s", names[i]);
+      open_companions(h, names[i]);
       return h;
     }
   }
@@ -72,6 +136,7 @@ void *kl_dlopen_toolkit(const char *const *names, size_t n, const char *const *s
       void *h = dlopen(buf, RTLD_NOW | RTLD_LOCAL);
       if (h) {
         if (path) snprintf(path, pathlen, "%s", buf);
+        open_companions(h, buf);
         return h;
       }
     }

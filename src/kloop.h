@@ -51,11 +51,14 @@ int kl_env_scrub(const char *name);         /* wipe NAME from environ and /proc/
 /* Line editing for the REPL: libedit when it can be opened, plain stdio otherwise. */
 int kl_line_init(const char *history_path); /* 1 when libedit is in use */
 char *kl_line_read(const char *prompt);     /* malloc'd line without newline; NULL on EOF */
+int kl_line_interrupted(void);             /* 1: the last kl_line_read ended at Ctrl-C (it returned NULL) */
 void kl_line_add_history(const char *line);
 int kl_line_save(void);
 
-/* SIGINT: the binding layer turns it into a Lua error while a chunk runs. */
+/* SIGINT: the binding layer turns it into a Lua error while a chunk runs. While a
+   strategy runs (native.signals_run), SIGTERM and SIGHUP are handled the same way. */
 int kl_sigint_pending(void);
+int kl_sigint_signal(void); /* the signal that started the pending interruption, 0 if none */
 
 /* CUDA driver, opened with dlopen: nothing here needs libcuda at link time. */
 typedef struct kl_gpu_info {
@@ -162,6 +165,7 @@ int kl_prof_values(kl_prof *p, int range, double *values, kl_err *err); /* one p
 void kl_prof_free(kl_prof *p);       /* disables the profiler too */
 /* NVRTC, opened with dlopen. */
 int kl_nvrtc_load(kl_err *err);
+const char *kl_nvrtc_path(void);     /* the library opened; "" before */
 int kl_nvrtc_version(int *major, int *minor, kl_err *err);
 
 typedef struct kl_compile_req {
@@ -310,7 +314,8 @@ int kl_sandbox_enter(int64_t max_bytes, int cpu_seconds, const char *read_dirs, 
                      kl_err *err);
 
 /* SQLite, a thin layer so the store (lua/kloop/store.lua) reaches it through this
-   header. Opening sets WAL, synchronous=FULL and a busy timeout. */
+   header. Opening sets a busy timeout, and a writable open WAL, synchronous=FULL and
+   foreign keys (unless KL_DB_NO_SETUP: the caller identifies the file first). */
 typedef struct kl_db kl_db;
 typedef struct kl_stmt kl_stmt;
 
@@ -318,7 +323,15 @@ typedef enum kl_coltype {
   KL_COL_INTEGER = 1, KL_COL_FLOAT = 2, KL_COL_TEXT = 3, KL_COL_BLOB = 4, KL_COL_NULL = 5
 } kl_coltype;
 
-int kl_db_open(const char *path, int readonly, kl_db **db, kl_err *err);
+/* kl_db_open flags (0: read-write, created when missing). */
+typedef enum kl_db_flag {
+  KL_DB_READONLY = 1,  /* never writes the database; fails if it is missing */
+  KL_DB_IMMUTABLE = 2, /* read-only and SQLite's immutable=1: no -wal/-shm companions are
+                          opened or created (a read-only folder), the WAL is not read */
+  KL_DB_NO_SETUP = 4   /* writable, but no pragmas run (nothing written at open) */
+} kl_db_flag;
+
+int kl_db_open(const char *path, int flags, kl_db **db, kl_err *err);
 int kl_db_close(kl_db *db);
 int kl_db_exec(kl_db *db, const char *sql, kl_err *err);
 int64_t kl_db_last_insert_rowid(kl_db *db);
@@ -356,7 +369,27 @@ typedef struct kl_http_result {
   double retry_after_ms; /* retry-after-ms, else retry-after (seconds or date); -1 if absent */
   char request_id[128];  /* x-request-id / request-id header, for audit */
   char error[256];       /* curl error text when curl_code != 0 */
+  int too_big;           /* 1: the reply passed the request's max_body and was cut off */
+  int timed_out;         /* a kl_http_timeout_kind: which limit ended the transfer */
 } kl_http_result;
+
+/* Which limit ended a transfer (kl_http_result.timed_out). */
+typedef enum kl_http_timeout_kind {
+  KL_HTTP_TIMEOUT_NONE = 0,
+  KL_HTTP_TIMEOUT_CONNECT = 1,    /* no connection within connect_ms */
+  KL_HTTP_TIMEOUT_FIRST_BYTE = 2, /* connected, request sent, no byte of the reply within first_byte_ms */
+  KL_HTTP_TIMEOUT_IDLE = 3,       /* the reply started, then nothing arrived for idle_ms */
+  KL_HTTP_TIMEOUT_TOTAL = 4       /* the whole transfer passed total_ms */
+} kl_http_timeout_kind;
+
+/* Per-request limits for kl_http_post_ex; 0 in a field: no limit (max_body 0: 64 MB). */
+typedef struct kl_http_limits {
+  int connect_ms;
+  int first_byte_ms;
+  int idle_ms;
+  int total_ms;
+  size_t max_body;
+} kl_http_limits;
 
 int kl_http_new(kl_http **client, kl_err *err);
 void kl_http_free(kl_http *client);  /* cancels what is still in flight */
@@ -365,6 +398,9 @@ int kl_http_post(kl_http *client, const char *url, const char *const *headers, i
                  const char *body, size_t body_len, int timeout_ms, int64_t *id, kl_err *err);
 /* Drives transfers for up to wait_ms; *done = 1 with res filled for one finished
    request, *done = 0 when none finished in time (with nothing pending it just waits). */
+/* The same with separate connect, first-byte, idle and total limits and a reply cap. */
+int kl_http_post_ex(kl_http *client, const char *url, const char *const *headers, int nheaders,
+                    const char *body, size_t body_len, const kl_http_limits *limits, int64_t *id, kl_err *err);
 int kl_http_poll(kl_http *client, int wait_ms, kl_http_result *res, int *done, kl_err *err);
 int kl_http_cancel(kl_http *client, int64_t id);  /* KL_ENOTFOUND when not pending */
 int kl_http_pending(kl_http *client);             /* requests not yet returned by poll */

@@ -49,6 +49,8 @@ function S.propose(ctx)
   local parent = ctx.best or ctx.baseline
   local out = ctx.proposer:children(ctx, parent, 1, { template = arm.template, endpoint = arm.endpoint })
   for _, c in ipairs(out) do c.arm = arm c.best_before = parent and parent.result and parent.result.time_ms end
+  -- a repair uses the arm's model and earns it nothing either way (no arm on it)
+  out = kloop.proposers.repairs(ctx, out, { endpoint = arm.endpoint })
   if #out == 0 then
     -- a pull that produced nothing earns nothing
     table.insert(arm.rewards, 0)
@@ -60,6 +62,7 @@ end
 
 -- Reward: the relative verified improvement over the best before this pull.
 function S.on_result(ctx, cand, r)
+  kloop.proposers.note_broken(ctx, cand, r)
   local arm = cand.arm
   if not arm then return end
   local reward = 0

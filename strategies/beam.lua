@@ -21,7 +21,7 @@ end
 
 function S.propose(ctx)
   if #ctx.beam == 0 and ctx.baseline and ctx.baseline.result.verdict == "ok" then ctx.beam = { ctx.baseline } end
-  local out = {}
+  local out = proposers.repairs(ctx, {})
   for _, parent in ipairs(ctx.beam) do
     for _, c in ipairs(ctx.proposer:children(ctx, parent, ctx.opts.expand)) do out[#out + 1] = c end
   end
@@ -30,6 +30,7 @@ function S.propose(ctx)
 end
 
 function S.on_result(ctx, cand, r)
+  proposers.note_broken(ctx, cand, r)
   if r.verdict ~= "ok" then return end
   table.insert(ctx.beam, cand)
   table.sort(ctx.beam, function(a, b) return a.result.time_ms < b.result.time_ms end)

@@ -16,7 +16,9 @@ function S.propose(ctx)
   local best = ctx.best or ctx.baseline
   local out = ctx.proposer:children(ctx, best, ctx.opts.batch)
   if #out == 0 then out = ctx.proposer:fresh(ctx, ctx.opts.batch) end
-  return out
+  return proposers.repairs(ctx, out)
 end
+
+function S.on_result(ctx, cand, r) proposers.note_broken(ctx, cand, r) end
 
 return S

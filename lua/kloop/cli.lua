@@ -32,10 +32,20 @@ commands:
   export ID -o DIR   a candidate's kernel, launch plan header and provenance.json
   replay ID     re-evaluate a stored candidate and compare with the stored result
 
+exit codes:
+  0     done: the strategy finished, or a budget ran out
+  1     failed: the strategy raised, no proposal could be had (a refused key or a
+        spent quota stops at once), the store could not record a fact, or an error
+  2     bad usage (an unknown option, a value of the wrong kind)
+  130   interrupted by Ctrl-C (SIGINT); 143 by SIGTERM, 129 by SIGHUP: the done hook
+        ran and the run is stored as interrupted (--resume continues it)
+
 environment:
   KLOOP_PATH        extra folders of strategy scripts (colon-separated)
   KLOOP_CUDA_HOME   CUDA toolkit root for NVRTC/CUPTI (default /usr/local/cuda)
   KLOOP_LUA_DIR     load the kloop Lua library from this folder instead
+  KLOOP_LLM_TIMEOUT, KLOOP_LLM_IDLE_TIMEOUT, KLOOP_LLM_CONNECT_TIMEOUT, KLOOP_LLM_DEADLINE
+                    LLM limits in seconds (docs/LLM.md); KLOOP_LLM_MAX_REPLY a size (1M)
 ]]
 
 M.commands = {}
@@ -185,7 +195,11 @@ function M.main(argv)
       -- a Ctrl-C landing between the driver's own protected sections still ends cleanly
       local okr, rc = pcall(require("kloop.driver").run, res, path, rest)
       if not okr then
-        if tostring(rc):find("interrupted", 1, true) then util.eprintf("kloop: interrupted\n") return 130 end
+        if tostring(rc):find("interrupted", 1, true) then
+          util.eprintf("kloop: interrupted\n")
+          local signo = require("kloop.core").C.kl_sigint_signal()
+          return signo > 0 and 128 + signo or 130
+        end
         error(rc, 0)
       end
       if interactive then return require("kloop.repl").main() end

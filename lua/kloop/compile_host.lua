@@ -24,11 +24,29 @@ end
 
 function M.cc() return os.getenv("CC") or "cc" end
 
+-- The environment a compiler child gets: these names (prefixes ending in _) only, so no
+-- key or token of kloop's environment reaches it or what it runs.
+M.child_env = { "PATH", "LANG", "LC_", "TMPDIR", "CC", "GCC_", "LIBRARY_PATH", "CPATH" }
+
+-- Runs argv with a deadline; returns exit status (or nil on timeout), output tail.
+local function run(argv, deadline_s)
+  local proc, err = core.spawn(argv, M.child_env)
+  if not proc then return nil, err end
+  local st = C.kl_proc_close(proc, math.floor(deadline_s * 1000))
+  local out = ffi.string(proc.tail, proc.tail_len)
+  if st == C.KL_ETIMEOUT then return nil, out, true end
+  local status = proc.exit_status
+  return status, out
+end
+M.run_filtered = run
+
+-- The compiler's first --version line (part of every cache key), asked with the same
+-- filtered environment as a compile and a deadline.
 local cc_version_cache
 function M.cc_version()
   if not cc_version_cache then
-    local out = util.capture(util.shell_quote(M.cc()) .. " --version")
-    cc_version_cache = (out and out:match("^[^\n]*")) or "unknown"
+    local status, out = run({ "/bin/sh", "-c", 'exec "$0" --version', M.cc() }, 10)
+    cc_version_cache = (status == 0 and out and out:match("^[^\n]*")) or "unknown"
   end
   return cc_version_cache
 end
@@ -57,17 +75,6 @@ function M.prepare(src, opts)
   for _, name in ipairs(quoted) do parts[#parts + 1] = util.read_file((opts.dir or ".") .. "/" .. name) or "" end
   local key = compile.content_key(parts)
   return { src = src, options = options, key = key, dir = opts.dir or ".", name = opts.name or "candidate.c" }
-end
-
--- Runs argv with a deadline; returns exit status (or nil on timeout), output tail.
-local function run(argv, deadline_s)
-  local proc, err = core.spawn(argv, { "PATH", "LANG", "LC_", "TMPDIR", "CC", "GCC_", "LIBRARY_PATH", "CPATH" })
-  if not proc then return nil, err end
-  local st = C.kl_proc_close(proc, math.floor(deadline_s * 1000))
-  local out = ffi.string(proc.tail, proc.tail_len)
-  if st == C.KL_ETIMEOUT then return nil, out, true end
-  local status = proc.exit_status
-  return status, out
 end
 
 function M.compile(src, opts)

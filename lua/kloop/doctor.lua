@@ -11,6 +11,7 @@ local checks = {}
 
 checks[#checks + 1] = function()
   local gpu, err = core.gpu_probe(0)
+  M.gpu = gpu
   if gpu then
     return true, "GPU", string.format("%s (%s, %d SMs, %.0f GiB), driver CUDA %s, %d device(s)",
       gpu.name, gpu.arch, gpu.sm_count, gpu.total_mem / 2^30,
@@ -19,18 +20,45 @@ checks[#checks + 1] = function()
   return false, "GPU", err, "run on a machine with an NVIDIA GPU and driver; CPU paths work without one"
 end
 
+-- What works, not what opens: NVRTC compiles a tiny kernel (uncached, in a child like
+-- every compile), which needs libnvrtc-builtins too; CUPTI's Profiler Host API plans
+-- the passes of one metric (no GPU needed), which needs libnvperf_host. Both are
+-- loaded by name by their libraries, so a library that opens can still fail here.
+M.probe_kernel = 'extern "C" __global__ void kloop_doctor(float *x) { x[threadIdx.x] *= 2.0f; }\n'
+M.probe_chip = "GH100"
+
 checks[#checks + 1] = function()
   local v, err = core.nvrtc_version()
-  if v then return true, "NVRTC", v end
-  return false, "NVRTC", err, "install the CUDA toolkit, or set KLOOP_CUDA_HOME to its folder"
+  local fix = "install the CUDA toolkit, or set KLOOP_CUDA_HOME to its folder"
+  if not v then return false, "NVRTC", err, fix end
+  local from = ffi.string(C.kl_nvrtc_path())
+  local arch = M.gpu and M.gpu.arch or "sm_90"
+  local job = require("kloop.compile").compile(M.probe_kernel, { arch = arch, name = "kloop_doctor.cu", no_cache = true })
+  if job.ok then
+    return true, "NVRTC", string.format("%s (%s): compiled a test kernel for %s", v, from, arch)
+  end
+  local first = (job.log or ""):match("[^\n]*%S[^\n]*") or "no log"
+  return false, "NVRTC", string.format("%s (%s) opens but does not compile: %s", v, from, first),
+    "libnvrtc-builtins must be readable beside libnvrtc (reinstall the toolkit's NVRTC), or set KLOOP_CUDA_HOME"
 end
 
 checks[#checks + 1] = function()
   -- the same search the worker's profiler makes
   local err = ffi.new("kl_err")
-  if C.kl_cupti_load(err) == 0 then return true, "CUPTI", ffi.string(C.kl_cupti_path()) end
-  return false, "CUPTI", "libcupti not found (profiling metrics unavailable)",
-    "install the CUDA toolkit's CUPTI, or set KLOOP_CUDA_HOME"
+  if C.kl_cupti_load(err) ~= 0 then
+    return false, "CUPTI", "libcupti not found (profiling metrics unavailable)",
+      "install the CUDA toolkit's CUPTI, or set KLOOP_CUDA_HOME"
+  end
+  local from = ffi.string(C.kl_cupti_path())
+  local names = ffi.new("const char*[1]", { "gpu__time_duration.sum" })
+  local pp = ffi.new("kl_prof*[1]")
+  if C.kl_prof_new(M.probe_chip, names, 1, pp, err) ~= 0 then
+    return false, "CUPTI", from .. " opens but its Profiler Host API fails: " .. ffi.string(err.msg),
+      "libnvperf_host.so must be readable beside libcupti (reinstall the toolkit's CUPTI), or set KLOOP_CUDA_HOME"
+  end
+  local passes = C.kl_prof_passes(pp[0])
+  C.kl_prof_free(pp[0])
+  return true, "CUPTI", string.format("%s: Profiler Host API ok (%d pass for a %s metric)", from, passes, M.probe_chip)
 end
 
 checks[#checks + 1] = function()

@@ -9,25 +9,45 @@ local C = core.C
 
 local M = {}
 
--- Options every strategy has; a strategy adds its own in `options`.
+-- Raised (level 0) to stop a run whose store refused a write; M.run reports the store's words.
+M.STORE_STOP = "the store could not record a fact"
+
+-- Exit codes of a strategy run (also in kloop -h and the README): 0 done (the strategy
+-- finished or a budget ran out), 1 failed (the strategy raised, no proposal could be
+-- had, the store could not record a fact), 2 bad usage, 128 + the signal when
+-- interrupted (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP).
+M.EXIT = { done = 0, failed = 1, usage = 2, SIGINT = 130, SIGTERM = 143, SIGHUP = 129 }
+local SIGNAL_NAMES = { [1] = "SIGHUP", [2] = "SIGINT", [15] = "SIGTERM" }
+
+-- Options every strategy has; a strategy adds its own in `options`: { name, default,
+-- help[, type] }. Types: count (a whole number >= 1), uint (a whole number >= 0),
+-- seconds and nonneg (a number >= 0), fraction (0 to 1), number, seed, size (bytes or
+-- 512k / 1M), string, boolean; without one, the default's value implies it (a whole
+-- number >= 1: count, 0: uint, another number: nonneg).
 M.common_options = {
-  { "budget", 32, "candidates to evaluate (the baseline not counted)" },
-  { "time", 0, "wall-clock budget in seconds (0: none)" },
-  { "tokens", 0, "LLM token budget (0: none)" },
-  { "money", 0, "LLM cost budget in dollars (0: none)" },
-  { "seed", 0, "run seed (0: drawn at random and recorded)" },
-  { "timing_budget", 1.0, "seconds of timing per candidate" },
-  { "deadline", 0, "seconds one evaluation may take (0: the task's)" },
+  { "budget", 32, "candidates to evaluate (the baseline not counted)", "count" },
+  { "time", 0, "wall-clock budget in seconds (0: none)", "seconds" },
+  { "tokens", 0, "LLM token budget (0: none)", "uint" },
+  { "money", 0, "LLM cost budget in dollars (0: none)", "nonneg" },
+  { "seed", 0, "run seed, a whole number (0: drawn at random and recorded)", "seed" },
+  { "timing_budget", 1.0, "seconds of timing per candidate", "seconds" },
+  { "deadline", 0, "seconds one evaluation may take (0: the task's)", "seconds" },
   { "db", "", "store path (default ./kloop.db, or $KLOOP_DB)" },
-  { "resume", 0, "continue stored run N where it stopped (same task)" },
+  { "resume", 0, "continue stored run N where it stopped (same task and strategy)", "uint" },
+  { "force", false, "with --resume: continue a run another strategy made" },
   { "no_store", false, "do not write the run to the store" },
   { "quiet", false, "no progress lines" },
   { "model", "", "LLM model(s), comma-separated for an ensemble (default $KLOOP_MODEL)" },
   { "llm_url", "", "OpenAI-compatible server URL (default $KLOOP_LLM_URL / vendor variables)" },
   { "no_cache", false, "do not answer LLM requests from the response cache" },
-  { "temperature", 0.7, "LLM sampling temperature" },
+  { "temperature", 0.7, "LLM sampling temperature", "nonneg" },
+  { "llm_timeout", 0, "seconds a model may think before its reply starts (0: $KLOOP_LLM_TIMEOUT or 600)", "seconds" },
+  { "llm_idle_timeout", 0, "seconds a started reply may stall (0: $KLOOP_LLM_IDLE_TIMEOUT or 60)", "seconds" },
+  { "llm_connect_timeout", 0, "seconds to connect to the LLM server (0: $KLOOP_LLM_CONNECT_TIMEOUT or 15)", "seconds" },
+  { "llm_deadline", 0, "seconds one LLM call may take, retries included (0: $KLOOP_LLM_DEADLINE or 1800)", "seconds" },
+  { "llm_max_reply", "", "largest LLM reply accepted, e.g. 512k, 4M (default $KLOOP_LLM_MAX_REPLY or 1M)", "size" },
   { "pipeline", true, "ask the LLM for the next step while the current batch is evaluated" },
-  { "pipeline_depth", 0, "LLM requests kept in flight ahead (0: two batches)" },
+  { "pipeline_depth", 0, "LLM requests kept in flight ahead (0: two batches)", "uint" },
   { "profile", "best", "CUPTI-profile verified candidates: best (each new best), all, or none" },
   { "metrics", "", "profiler metrics (a,b,c just those; +a,b added to the defaults)" },
 }
@@ -48,6 +68,51 @@ function M.help(strategy, path)
   return table.concat(lines, "\n") .. "\n"
 end
 
+-- The type of a declared option (its fourth field, else implied by the default).
+function M.option_type(o)
+  if o[4] then return o[4] end
+  local d = o[2]
+  if type(d) == "boolean" then return "boolean" end
+  if type(d) ~= "number" then return "string" end
+  if d == math.floor(d) and d >= 1 then return "count" end
+  if d == 0 then return "uint" end
+  if d > 0 then return "nonneg" end
+  return "number"
+end
+
+local TYPE_WANTS = { count = "a whole number >= 1", uint = "a whole number >= 0", seconds = "seconds (a number >= 0)",
+  nonneg = "a number >= 0", fraction = "a number from 0 to 1", number = "a number" }
+
+-- A value given for option o (a string from the command line, or already a value):
+-- the converted value, or nil, what it must be.
+function M.check_value(o, v)
+  local ty = M.option_type(o)
+  if ty == "string" then return tostring(v) end
+  if ty == "boolean" then
+    if v == true or v == "true" or v == "1" then return true end
+    if v == false or v == "false" or v == "0" then return false end
+    return nil, "give true or false"
+  end
+  if ty == "size" then
+    if v == "" then return "" end
+    if not require("kloop.llm").parse_size(v) then return nil, "give a size (bytes, or 512k, 1M)" end
+    return tostring(v)
+  end
+  if ty == "seed" then
+    local n, why = rng.check(v)
+    if not n then return nil, why end
+    return n
+  end
+  local n = tonumber(v)
+  if not n or n ~= n or n == math.huge or n == -math.huge then return nil, "give " .. (TYPE_WANTS[ty] or "a number") end
+  local whole = n == math.floor(n)
+  if (ty == "count" and not (whole and n >= 1)) or (ty == "uint" and not (whole and n >= 0))
+      or ((ty == "seconds" or ty == "nonneg") and n < 0) or (ty == "fraction" and (n < 0 or n > 1)) then
+    return nil, "give " .. TYPE_WANTS[ty]
+  end
+  return n
+end
+
 -- Parses --name value pairs against the declared options; returns opts, target or nil, err.
 function M.parse(strategy, args)
   local decl = {}
@@ -65,16 +130,17 @@ function M.parse(strategy, args)
       if not o then return nil, "unknown option --" .. name:gsub("_", "-") .. " (see: kloop STRATEGY help)" end
       given[name] = true
       if type(o[2]) == "boolean" then
+        if inline ~= nil and inline ~= "true" and inline ~= "1" and inline ~= "false" and inline ~= "0" then
+          return nil, string.format("--%s=%s: give true or false", name:gsub("_", "-"), inline)
+        end
         opts[name] = inline == nil or inline == "true" or inline == "1"
       else
         local v = inline or args[i + 1]
         if v == nil then return nil, "--" .. name .. " needs a value" end
         if not inline then i = i + 1 end
-        if type(o[2]) == "number" then
-          v = tonumber(v)
-          if not v then return nil, "--" .. name .. " needs a number" end
-        end
-        opts[name] = v
+        local cv, why = M.check_value(o, v)
+        if cv == nil then return nil, string.format("--%s %s: %s", name:gsub("_", "-"), v, why) end
+        opts[name] = cv
       end
     elseif not target then
       target = a
@@ -121,6 +187,8 @@ function Ctx:evaluate(cand)
   -- the evaluation, recorded before the profile: one (seconds) cut short by Ctrl-C must
   -- not lose the result
   if self.store then self.store:record(self, cand) end
+  -- a fact the store could not keep stops the run (M.run says what was kept)
+  if self.store and self.store.failed then error(M.STORE_STOP, 0) end
   local pmode = self.opts.profile
   if r.verdict == "ok" and (pmode == "all" or (pmode == "best" and cand.improved)) then self:profile(cand) end
   self:progress(cand)
@@ -213,6 +281,29 @@ function Ctx:status_line()
     n / math.max(dt, 1e-9) * 60, self.tokens or 0, self.cost or 0)
 end
 
+-- A reply is awaited: on a terminal the status line says for which model and how
+-- long; elsewhere one line at 30 s, 60 s, 120 s, ... (stderr), so a slow model is never
+-- silence.
+function Ctx:show_waiting(list)
+  local w = list and list[1]
+  if not w then return end
+  local text = string.format("waiting for %s: %.0f s%s%s", w.model, w.since,
+    w.attempts > 1 and string.format(" (attempt %d)", w.attempts) or "", #list > 1 and string.format(", %d calls open", #list) or "")
+  if C.kl_isatty(1) == 1 then
+    local now = C.kl_now()
+    if now - (self.waiting_drawn or 0) < 0.5 then return end
+    self.waiting_drawn = now
+    io.stdout:write("\r\27[K" .. self:status_line() .. " | " .. text)
+    io.stdout:flush()
+  else
+    self.waiting_next = self.waiting_next or 30
+    if w.since >= self.waiting_next then
+      while self.waiting_next <= w.since do self.waiting_next = self.waiting_next * 2 end
+      util.eprintf("kloop: %s\n", text)
+    end
+  end
+end
+
 function Ctx:progress(cand)
   if self.opts.quiet then return end
   local tty = C.kl_isatty(1) == 1
@@ -275,6 +366,11 @@ function M.run(strategy, path, args)
     if merr then util.eprintf("kloop: --%s\n", merr) return 2 end
   end
   if opts.seed == 0 then opts.seed = rng.fresh_seed() end
+  -- (checked here, not left to the proposer: a bad size must be a usage error)
+  if opts.llm_max_reply ~= "" and not require("kloop.llm").parse_size(opts.llm_max_reply) then
+    util.eprintf("kloop: --llm-max-reply %s: give a size (bytes, or 512k, 1M)\n", opts.llm_max_reply)
+    return 2
+  end
   local ctx = setmetatable({ task = task, opts = opts, history = {}, verdicts = {}, t0 = C.kl_now(), done_keys = {},
     rng = rng.new(opts.seed), strategy = strategy, path = path, target = target, given = given }, Ctx)
   ctx.ev = eval.new(task, { deadline = opts.deadline > 0 and opts.deadline or nil,
@@ -288,6 +384,9 @@ function M.run(strategy, path, args)
   end
 
   local status, reason = "done", nil -- reason: why the run stopped
+  -- from here SIGTERM and SIGHUP stop the run like Ctrl-C (kl_lua.c)
+  local native = require("kloop.native")
+  native.signals_run(true)
   local ok, msg = protected("init", strategy.init, ctx)
   local restored = ctx.store and ctx.store:restored() or {}
   if ok and #restored > 0 then
@@ -396,35 +495,58 @@ function M.run(strategy, path, args)
   end
   end, handler)
   if not okloop then ok, msg = false, lerr end
-  -- closing: from here a Ctrl-C is only counted (a second one still ends kloop), so the
-  -- done hook, the store and the summary are not cut short by a late interrupt
-  local native = require("kloop.native")
+  -- closing: from here a signal is only counted (a repeat after a while still ends
+  -- kloop), so the done hook, the store and the summary are not cut short
   native.sigint_hold(true)
+  local signo = C.kl_sigint_signal()
   if C.kl_sigint_pending() > 0 and ok then ok, msg = false, "interrupted" end
   if not ok then
-    if tostring(msg):find("interrupted", 1, true) then
-      status, reason = "interrupted", "Ctrl-C"
+    if C.kl_sigint_pending() > 0 or tostring(msg):find("interrupted", 1, true) then
+      status, reason = "interrupted", signo == 2 and "Ctrl-C" or SIGNAL_NAMES[signo] or "Ctrl-C"
     else
       status, reason = "failed", msg
     end
+  elseif reason == "the strategy has nothing more to propose"
+      or reason == "the strategy proposes only candidates already evaluated" then
+    -- the strategy gave up because its proposals failed: that is no finish
+    local st = ctx.llm
+    if st and st.streak > 0 then
+      status = "failed"
+      reason = string.format("no proposal could be had: the last %d proposals failed (%d of %d in the run; last: %s)",
+        st.streak, st.failed, st.failed + st.ok, st.last or "?")
+    end
+  end
+  if ctx.store and ctx.store.failed and status ~= "interrupted" then
+    status, reason = "failed", "store: " .. ctx.store.failed .. "; the run stops: " .. ctx.store:kept_text()
   end
   M.last_ctx = ctx
   local okd, dmsg = protected("done", strategy.done, ctx)
   -- each closing step on its own, so one failing does not skip the others or the hold
-  local okc, cmsg = pcall(function() ctx.ev:close() end)
+  local okc, cmsg
+  if ctx.proposer and ctx.proposer.close then
+    -- calls still in flight (sent ahead) are cancelled, and recorded so
+    okc, cmsg = pcall(ctx.proposer.close, ctx.proposer)
+    if not okc then util.eprintf("kloop: closing the proposer: %s\n", tostring(cmsg)) end
+  end
+  okc, cmsg = pcall(function() ctx.ev:close() end)
   if not okc then util.eprintf("kloop: closing the worker: %s\n", tostring(cmsg)) end
   if ctx.store then
-    okc, cmsg = pcall(function() ctx.store:finish(ctx, status, reason) end)
+    local stored
+    okc, cmsg = pcall(function() stored = ctx.store:finish(ctx, status, reason) end)
     if not okc then util.eprintf("kloop: store: %s\n", tostring(cmsg)) end
+    if (not okc or not stored) and status == "done" then
+      status, reason = "failed", "store: " .. tostring(ctx.store.failed or cmsg) .. "; " .. ctx.store:kept_text()
+    end
   end
   okc, cmsg = pcall(M.summary, ctx, status, reason)
   if not okc then util.eprintf("kloop: summary: %s\n", tostring(cmsg)) end
   native.sigint_hold(false)
   native.sigint_reset()
+  native.signals_run(false)
   if not okd then util.eprintf("kloop: %s\n", dmsg) end
-  if status == "failed" then util.eprintf("kloop: %s\n", reason) return 1 end
-  if status == "interrupted" then return 130 end
-  return 0
+  if status == "failed" then util.eprintf("kloop: %s\n", reason) return M.EXIT.failed end
+  if status == "interrupted" then return M.EXIT[reason] or (signo > 0 and 128 + signo) or M.EXIT.SIGINT end
+  return M.EXIT.done
 end
 
 function M.summary(ctx, status, reason)
@@ -437,8 +559,8 @@ function M.summary(ctx, status, reason)
   end
   local n = #ctx.history
   local dt = C.kl_now() - ctx.t0
-  print(string.format("\nrun %s (%s) on %s: %d candidates in %.1f s (%.1f/min), seed %d",
-    status, tostring(reason or ""), ctx.task.name, n - 1, dt, (n - 1) / math.max(dt, 1e-9) * 60, ctx.opts.seed))
+  print(string.format("\nrun %s (%s) on %s: %d candidates in %.1f s (%.1f/min), seed %s",
+    status, tostring(reason or ""), ctx.task.name, n - 1, dt, (n - 1) / math.max(dt, 1e-9) * 60, rng.format(ctx.opts.seed)))
   print("verdicts: " .. ctx:verdict_text())
   local b = ctx.baseline and ctx.baseline.result
   if b and b.time_ms then print(string.format("baseline: %.4f ms", b.time_ms)) end

@@ -34,17 +34,67 @@ M.HOWTO = "no LLM configured: set OPENAI_API_KEY (OpenAI; with OPENAI_BASE_URL f
   .. "at a local OpenAI-compatible server (vLLM, llama.cpp, Ollama: e.g. http://127.0.0.1:11434/v1); "
   .. "then choose a model with --model or KLOOP_MODEL (see docs/LLM.md)"
 
--- Defaults of an endpoint; every one can be set per endpoint in config options.
+-- Defaults of an endpoint; every one can be set per endpoint in config options, and
+-- the limits also from the environment (M.ENV_LIMITS). The timeouts suit reasoning
+-- models, which may think for minutes before the first byte of a (non-streamed) reply.
 M.defaults = {
   concurrency = 8,        -- requests in flight per endpoint URL
-  timeout_s = 300,        -- one attempt
-  deadline_s = 900,       -- the whole call, retries included
+  connect_timeout_s = 15, -- TCP and TLS connect
+  timeout_s = 600,        -- first byte: from sending the request to the first byte of the reply
+  idle_timeout_s = 60,    -- once the reply started: the longest silence
+  deadline_s = 1800,      -- the whole call, retries included
   max_retries = 4,
   backoff_base_s = 1,     -- first retry waits ~1 s (with jitter), then 2, 4, ...
   backoff_max_s = 30,
   retry_after_max_s = 60, -- a server's retry-after is honoured up to this
   max_tokens = 8192,      -- Anthropic requires it; OpenAI gets it only when given
+  max_reply_bytes = 1048576, -- a longer reply is cut off and fails (kind too_large)
+  cache_text_max = 16384, -- a longer reply is cached as its kernel and an excerpt only
 }
+
+-- Environment variables for the limits (seconds; sizes take k/M suffixes).
+M.ENV_LIMITS = {
+  timeout_s = "KLOOP_LLM_TIMEOUT", connect_timeout_s = "KLOOP_LLM_CONNECT_TIMEOUT",
+  idle_timeout_s = "KLOOP_LLM_IDLE_TIMEOUT", deadline_s = "KLOOP_LLM_DEADLINE",
+  max_retries = "KLOOP_LLM_RETRIES", max_reply_bytes = "KLOOP_LLM_MAX_REPLY",
+}
+
+-- A size: bytes, or with a k/K (KiB) or m/M (MiB) suffix: "1M", "512k". nil when bad.
+function M.parse_size(v)
+  if type(v) == "number" then return v > 0 and math.floor(v) or nil end
+  if type(v) ~= "string" then return nil end
+  local n, unit = v:match("^%s*(%d+%.?%d*)%s*([kKmM]?)[iI]?[bB]?%s*$")
+  n = tonumber(n)
+  if not n or n <= 0 then return nil end
+  local mult = (unit == "k" or unit == "K") and 1024 or (unit == "m" or unit == "M") and 1048576 or 1
+  return math.floor(n * mult)
+end
+
+function M.size_text(n)
+  if n >= 1048576 and n % 1048576 == 0 then return string.format("%d MB", n / 1048576) end
+  if n >= 1024 and n % 1024 == 0 then return string.format("%d kB", n / 1024) end
+  return string.format("%d bytes", n)
+end
+
+-- Provider parameter rules, by model name (the part after a "provider/" prefix):
+-- token_param names the output-token limit the model takes, drop lists parameters it
+-- refuses. OpenAI's reasoning models (o1, o3, o4, gpt-5) take max_completion_tokens
+-- and only the default sampling; Anthropic needs max_tokens and has no seed. The first
+-- match wins; a server that still refuses a parameter (HTTP 400 naming it) gets the
+-- request once more without it, and the endpoint remembers (ep.unsupported).
+M.capabilities = {
+  { api = "anthropic", token_param = "max_tokens", drop = { "seed" } },
+  { match = "^o%d", token_param = "max_completion_tokens", drop = { "temperature", "top_p", "presence_penalty", "frequency_penalty" } },
+  { match = "^gpt%-5", token_param = "max_completion_tokens", drop = { "temperature", "top_p", "presence_penalty", "frequency_penalty" } },
+  { token_param = "max_tokens", drop = {} },
+}
+
+function M.capability(ep)
+  local name = tostring(ep.model or ""):match("([^/]+)$") or ""
+  for _, c in ipairs(M.capabilities) do
+    if (not c.api or c.api == ep.api) and (not c.match or name:lower():match(c.match)) then return c end
+  end
+end
 
 -- USD per million tokens. Approximate list prices when written; override them with
 -- KLOOP_PRICES (a .json or .lua file) or llm.set_prices{}. Unknown models cost nil
@@ -217,6 +267,24 @@ local function resolve_one(o, env)
   for k in pairs(M.defaults) do if o[k] ~= nil then ep[k] = o[k] end end
   local conc = tonumber(env("KLOOP_LLM_CONCURRENCY") or "")
   if conc and o.concurrency == nil then ep.concurrency = conc end
+  for k, var in pairs(M.ENV_LIMITS) do
+    local v = env(var)
+    if v and o[k] == nil then
+      local n = k == "max_reply_bytes" and M.parse_size(v) or tonumber(v)
+      if not n or n < 0 or (k == "max_retries" and n ~= math.floor(n)) then
+        return nil, string.format("%s=%s: give %s", var, v, k == "max_reply_bytes" and "a size (bytes, or 512k, 1M)"
+          or k == "max_retries" and "a whole number" or "seconds (a number >= 0)")
+      end
+      ep[k] = n
+    end
+  end
+  if type(ep.max_reply_bytes) == "string" then ep.max_reply_bytes = M.parse_size(ep.max_reply_bytes) end
+  for _, k in ipairs({ "connect_timeout_s", "timeout_s", "idle_timeout_s", "deadline_s", "max_retries", "max_reply_bytes" }) do
+    if type(ep[k]) ~= "number" or ep[k] < 0 then
+      return nil, string.format("LLM setting %s: give a number >= 0, got %s", k, tostring(ep[k]))
+    end
+  end
+  ep.unsupported = {}
   ep.name = api .. ":" .. model .. "@" .. (base:match("^https?://([^/]+)") or base)
   secrets[ep] = key
   return ep
@@ -389,10 +457,25 @@ end
 
 local RESERVED = { deadline_s = true, no_cache = true, timeout_s = true }
 
--- The JSON body and headers of one call (headers carry the key; never stored).
-local function build(ep, messages, params)
+-- The JSON body and headers of one call (headers carry the key; never stored), and
+-- the parameters left out by the capability table or the endpoint's learned refusals.
+local function build(ep, messages, params, drop_more)
   local body = { model = ep.model }
   for k, v in pairs(params or {}) do if not RESERVED[k] then body[k] = v end end
+  local dropped = {}
+  local cap = M.capability(ep) or {}
+  local function drop(k)
+    if body[k] ~= nil then body[k] = nil dropped[#dropped + 1] = k end
+  end
+  for _, k in ipairs(cap.drop or {}) do drop(k) end
+  for k in pairs(ep.unsupported or {}) do drop(k) end
+  for k in pairs(drop_more or {}) do drop(k) end
+  local tp = (ep.unsupported or {}).max_tokens and "max_completion_tokens" or cap.token_param
+  if tp == "max_completion_tokens" and params and params.max_tokens ~= nil and not (drop_more or {}).max_completion_tokens then
+    body.max_completion_tokens = params.max_tokens
+    body.max_tokens = nil
+  end
+  table.sort(dropped)
   local headers = { "Content-Type: application/json", "Accept: application/json" }
   local key = secrets[ep]
   if ep.api == "anthropic" then
@@ -402,8 +485,7 @@ local function build(ep, messages, params)
     end
     body.messages = msgs
     if #system > 0 then body.system = table.concat(system, "\n\n") end
-    body.max_tokens = body.max_tokens or ep.max_tokens
-    body.seed = nil -- not an Anthropic parameter; it stays in the cache key
+    body.max_tokens = body.max_tokens or ep.max_tokens -- required there
     headers[#headers + 1] = "anthropic-version: " .. M.ANTHROPIC_VERSION
     if key then headers[#headers + 1] = "x-api-key: " .. key end
   else
@@ -412,8 +494,64 @@ local function build(ep, messages, params)
     body.messages = msgs
     if key then headers[#headers + 1] = "Authorization: Bearer " .. key end
   end
-  return cjson.encode(body), headers
+  return cjson.encode(body), headers, dropped
 end
+
+-- Text that is valid UTF-8: each byte of a malformed sequence becomes U+FFFD (a reply
+-- reaches sources, the store and JSON output); returns the text and the count replaced.
+function M.fix_utf8(s)
+  if type(s) ~= "string" or not s:find("[\128-\255]") then return s, 0 end
+  local out, bad, i, n = {}, 0, 1, #s
+  local start = 1
+  local byte = string.byte
+  while i <= n do
+    local c = byte(s, i)
+    local len = c < 0x80 and 1 or (c >= 0xC2 and c <= 0xDF) and 2 or (c >= 0xE0 and c <= 0xEF) and 3
+      or (c >= 0xF0 and c <= 0xF4) and 4 or 0
+    local ok = len > 0 and i + len - 1 <= n
+    if ok and len > 1 then
+      for j = i + 1, i + len - 1 do
+        local d = byte(s, j)
+        if d < 0x80 or d > 0xBF then ok = false break end
+      end
+      if ok then
+        local d = byte(s, i + 1)
+        if (c == 0xE0 and d < 0xA0) or (c == 0xED and d > 0x9F) or (c == 0xF0 and d < 0x90) or (c == 0xF4 and d > 0x8F) then
+          ok = false -- overlong, surrogate or beyond U+10FFFF
+        end
+      end
+    end
+    if ok then
+      i = i + len
+    else
+      out[#out + 1] = s:sub(start, i - 1)
+      out[#out + 1] = "\239\191\189"
+      bad = bad + 1
+      i = i + 1
+      start = i
+    end
+  end
+  if bad == 0 then return s, 0 end
+  out[#out + 1] = s:sub(start)
+  return table.concat(out), bad
+end
+
+-- The parameter a 400 says the model does not take (OpenAI: error.param, or
+-- "Unsupported parameter: 'x'" / "Unsupported value: 'x'"; Anthropic: "x: Extra
+-- inputs are not permitted"), or nil.
+local function unsupported_param(raw)
+  local ok, obj = pcall(cjson.decode, raw or "")
+  local e = ok and type(obj) == "table" and denull(obj.error) or nil
+  local msg = type(e) == "table" and tostring(denull(e.message) or "") or tostring(raw or "")
+  local param = type(e) == "table" and type(denull(e.param)) == "string" and e.param or nil
+  param = param or msg:match("[Uu]nsupported parameter:? '([%w_]+)'") or msg:match("[Uu]nsupported value:? '([%w_]+)'")
+    or msg:match("'([%w_]+)' is not supported") or msg:match("([%w_]+): [Ee]xtra inputs are not permitted")
+  if param and (msg:lower():find("unsupported", 1, true) or msg:lower():find("not supported", 1, true)
+      or msg:lower():find("not permitted", 1, true)) then
+    return param
+  end
+end
+M.unsupported_param = unsupported_param
 
 -- Parses a 2xx body: {text, usage, finish, truncated, model} or nil, reason, kind.
 local function parse(ep, raw)
@@ -587,7 +725,8 @@ function Session:finish(h, ok, fields)
   self.ready[#self.ready + 1] = h
   self.log({ event = "llm_done", seq = h.seq, model = h.model, endpoint = h.endpoint.name, ok = ok, kind = h.kind,
     reason = h.reason, status = h.status, attempts = h.attempts, retries = h.retries, cached = h.cached,
-    usage = h.usage, cost = h.cost, latency_s = h.latency_s, key = h.key, prompt = h.prompt })
+    usage = h.usage, cost = h.cost, latency_s = h.latency_s, key = h.key, prompt = h.prompt,
+    attempt_s = h.attempt_s, dropped_params = h.dropped_params })
 end
 
 -- Starts a call; returns its handle at once (a cache hit is done already).
@@ -602,6 +741,7 @@ function Session:request(eps, messages, params, ropts)
   self.seq = self.seq + 1
   local now = core.now()
   local h = { seq = self.seq, endpoint = ep, model = ep.model, messages = messages, params = params, prompt = ropts.prompt,
+    compact = ropts.compact,
     state = "queued", done = false, attempts = 0, retries = 0, started = now, not_before = now,
     deadline = now + (params.deadline_s or ep.deadline_s), timeout_s = params.timeout_s or ep.timeout_s }
   local sendable = {}
@@ -626,14 +766,21 @@ function Session:start_attempt(h)
   local http, cerr = self:client()
   if not http then self:finish(h, false, { kind = "internal", reason = cerr }) return end
   local ep = h.endpoint
-  local body, headers = build(ep, h.messages, h.params)
+  local body, headers, dropped = build(ep, h.messages, h.params, h.drop)
+  h.sent_dropped = dropped
   local left = h.deadline - core.now()
-  local timeout_ms = math.max(1, math.floor(math.min(h.timeout_s, left) * 1000))
+  local function ms(x) return math.max(1, math.floor(math.min(x > 0 and x or left, left) * 1000)) end
+  local lim = ffi.new("kl_http_limits")
+  lim.connect_ms = ms(ep.connect_timeout_s)
+  lim.first_byte_ms = ms(h.timeout_s)
+  lim.idle_ms = ms(ep.idle_timeout_s)
+  lim.total_ms = ms(left)
+  lim.max_body = ep.max_reply_bytes > 0 and ep.max_reply_bytes or 0
   local hdr = ffi.new("const char*[?]", #headers)
   for i, s in ipairs(headers) do hdr[i - 1] = s end
   local id = ffi.new("int64_t[1]")
   local err = ffi.new("kl_err")
-  local st = C.kl_http_post(http, ep.url, hdr, #headers, body, #body, timeout_ms, id, err)
+  local st = C.kl_http_post_ex(http, ep.url, hdr, #headers, body, #body, lim, id, err)
   headers = nil
   if st ~= 0 then
     self:finish(h, false, { kind = "internal", reason = "cannot send: " .. ffi.string(err.msg) })
@@ -645,7 +792,8 @@ function Session:start_attempt(h)
   h.attempt_started = core.now()
   self.byid[h.http_id] = h
   self.inflight[ep.url] = (self.inflight[ep.url] or 0) + 1
-  self.log({ event = "llm_send", seq = h.seq, model = ep.model, endpoint = ep.name, attempt = h.attempts, key = h.key })
+  self.log({ event = "llm_send", seq = h.seq, model = ep.model, endpoint = ep.name, attempt = h.attempts, key = h.key,
+    dropped = #dropped > 0 and dropped or nil })
 end
 
 -- Starts what may start: per-endpoint limits, retry times, deadlines of queued calls.
@@ -668,15 +816,17 @@ function Session:pump()
   self.pending = keep
 end
 
-function Session:retry(h, why, retry_after_ms)
+function Session:retry(h, why, retry_after_ms, now_please)
   local ep = h.endpoint
   h.last_error = why
-  if h.retries >= ep.max_retries then
+  if h.retries >= ep.max_retries and not now_please then
     return self:finish(h, false, { kind = h.kind_hint or "retries",
       reason = string.format("gave up after %d attempts: %s", h.attempts, why) })
   end
   local delay
-  if retry_after_ms and retry_after_ms >= 0 then
+  if now_please then
+    delay = 0
+  elseif retry_after_ms and retry_after_ms >= 0 then
     delay = math.min(retry_after_ms / 1000, ep.retry_after_max_s)
   else
     -- exponential backoff with "equal jitter": half fixed, half random
@@ -694,7 +844,8 @@ function Session:retry(h, why, retry_after_ms)
   h.retry_delays = h.retry_delays or {}
   h.retry_delays[#h.retry_delays + 1] = delay
   self.pending[#self.pending + 1] = h
-  self.log({ event = "llm_retry", seq = h.seq, model = h.model, endpoint = ep.name, why = redact(why, secrets[ep]), delay_s = delay })
+  self.log({ event = "llm_retry", seq = h.seq, model = h.model, endpoint = ep.name, why = redact(why, secrets[ep]), delay_s = delay,
+    attempt = h.attempts, status = h.status, attempt_s = h.attempt_s, key = h.key })
 end
 
 function Session:on_result(res)
@@ -709,8 +860,15 @@ function Session:on_result(res)
   h.status = status
   h.request_id = ffi.string(res.request_id)
   h.http_seconds = (h.http_seconds or 0) + res.total_s
+  h.attempt_s = core.now() - (h.attempt_started or h.started)
+  if res.too_big ~= 0 then
+    return self:finish(h, false, { kind = "too_large", reason = string.format(
+      "the reply passed the %s cap and was cut off (not retried; raise it with --llm-max-reply or KLOOP_LLM_MAX_REPLY)",
+      M.size_text(ep.max_reply_bytes)) })
+  end
   if code ~= 0 then
     local why = (RETRY_CURL[code] or "network error") .. ": " .. ffi.string(res.error)
+    if res.timed_out ~= 0 and RETRY_CURL[code] then why = ffi.string(res.error) end
     if code == 28 and core.now() >= h.deadline - 0.001 then
       return self:finish(h, false, { kind = "deadline", reason = string.format("deadline of %.3g s passed (%s)",
         h.deadline - h.started, why) })
@@ -720,19 +878,47 @@ function Session:on_result(res)
   end
   if status >= 200 and status < 300 then
     local r, why, kind = parse(ep, raw)
-    if not r then return self:finish(h, false, { kind = kind, reason = why, raw = redact(raw, secrets[ep]) }) end
-    r.text = redact(r.text, secrets[ep], true)
+    if not r then
+      -- a body that came but cannot be used still cost tokens when it says so
+      return self:finish(h, false, { kind = kind, reason = why, raw = excerpt(redact(raw, secrets[ep]), 2000) })
+    end
+    local bad
+    r.text, bad = M.fix_utf8(redact(r.text, secrets[ep], true))
     if h.use_cache then
-      self.cache:put(h.key, cjson.encode({ text = r.text, usage = r.usage, finish = r.finish, truncated = r.truncated,
+      -- a long reply is cached as what the caller extracted from it and an excerpt
+      local text = r.text
+      if #text > ep.cache_text_max and h.compact then
+        local okc, small = pcall(h.compact, text)
+        text = okc and type(small) == "string" and small or excerpt(text, ep.cache_text_max)
+      end
+      self.cache:put(h.key, cjson.encode({ text = text, usage = r.usage, finish = r.finish, truncated = r.truncated,
         model = r.model or ep.model, api = ep.api, created = os.time(), prompt = h.prompt }))
     end
     return self:finish(h, true, { text = r.text, usage = r.usage, finish = r.finish, truncated = r.truncated,
-      served_by = r.model, cached = false, raw = raw })
+      served_by = r.model, cached = false, bad_bytes = bad > 0 and bad or nil })
   end
   local msg = error_message(raw)
   local why = string.format("HTTP %d: %s", status, msg)
   if status == 429 and is_quota(raw) then
     return self:finish(h, false, { kind = "quota", reason = why .. " (a spend or quota limit: not retried)" })
+  end
+  if status == 401 or status == 403 then
+    return self:finish(h, false, { kind = "auth", reason = why .. string.format(
+      " (the server refused the key%s: not retried)", ep.key_env and (" from " .. ep.key_env) or "") })
+  end
+  if status == 400 and not h.param_retried then
+    local param = unsupported_param(raw)
+    local sent = param and (h.params[param] ~= nil or (param == "max_completion_tokens" and h.params.max_tokens ~= nil))
+    if sent then
+      -- once: the same request without it; the endpoint remembers for later requests
+      h.param_retried = true
+      h.drop = h.drop or {}
+      h.drop[param] = true
+      ep.unsupported[param] = true
+      h.dropped_params = h.dropped_params or {}
+      h.dropped_params[#h.dropped_params + 1] = param
+      return self:retry(h, why .. " (sent again without '" .. param .. "')", nil, true)
+    end
   end
   if status == 408 or status == 409 or status == 429 or status >= 500 then
     h.kind_hint = status == 429 and "rate_limit" or "http"
@@ -771,7 +957,7 @@ function Session:poll(wait_ms)
       end
     end
     self:pump()
-    if #self.ready > 0 or core.now() >= t_end then break end
+    if #self.ready > 0 or core.now() >= t_end or C.kl_sigint_pending() > 0 then break end
     if #self.pending == 0 and not next(self.byid) then break end
   end
   local out = self.ready
@@ -780,12 +966,19 @@ function Session:poll(wait_ms)
 end
 
 -- Waits for one handle (other finished handles stay for the next poll).
-function Session:wait(h, timeout_s)
+function Session:wait(h, timeout_s, on_tick)
   local t_end = timeout_s and core.now() + timeout_s
   local others = {}
   while not h.done do
     if t_end and core.now() >= t_end then break end
+    -- a signal is checked here, not left to the hook: this loop may run as a compiled
+    -- trace, which never sees the hook (the finished handles stay for the next poll)
+    if C.kl_sigint_pending() > 0 then
+      for _, d in ipairs(others) do self.ready[#self.ready + 1] = d end
+      error("interrupted", 0)
+    end
     for _, d in ipairs(self:poll(200)) do if d ~= h then others[#others + 1] = d end end
+    if on_tick and not h.done then on_tick(h) end
     if not h.done and #self.pending == 0 and not next(self.byid) then break end
   end
   for _, d in ipairs(others) do self.ready[#self.ready + 1] = d end
@@ -809,6 +1002,27 @@ function Session:cancel(h)
   self:finish(h, false, { kind = "cancelled", reason = "cancelled" })
   for i = #self.ready, 1, -1 do if self.ready[i] == h then table.remove(self.ready, i) end end
   return true
+end
+
+-- Cancels every call not yet done (a run that ends): each is finished as cancelled.
+function Session:cancel_all()
+  local hs = {}
+  for _, h in pairs(self.byid) do hs[#hs + 1] = h end
+  for _, h in ipairs(self.pending) do hs[#hs + 1] = h end
+  table.sort(hs, function(a, b) return a.seq < b.seq end)
+  for _, h in ipairs(hs) do self:cancel(h) end
+  return #hs
+end
+
+-- The calls in flight or waiting, oldest first: {model, since (seconds), attempts}.
+function Session:waiting()
+  local out, now = {}, core.now()
+  for _, h in pairs(self.byid) do out[#out + 1] = { model = h.model, since = now - h.started, attempts = h.attempts } end
+  for _, h in ipairs(self.pending) do
+    if not h.cancelled then out[#out + 1] = { model = h.model, since = now - h.started, attempts = h.attempts } end
+  end
+  table.sort(out, function(a, b) return a.since > b.since end)
+  return out
 end
 
 function Session:busy()
@@ -867,7 +1081,7 @@ function M.call_record(h, candidate_id)
   return {
     candidate_id = candidate_id, request_hash = h.key, model = h.model, latency_s = h.latency_s,
     http_status = h.status, tokens_in = h.usage and h.usage.input, tokens_out = h.usage and h.usage.output,
-    retries = h.retries, cost = h.cost, error = (not h.ok) and h.reason or nil,
+    retries = h.retries, cost = h.cost, error = (not h.ok) and h.reason or nil, kind = h.kind, attempts = h.attempts,
     prompt_id = h.prompt and h.prompt.id, prompt_hash = h.prompt and h.prompt.version, cached = h.cached,
   }
 end

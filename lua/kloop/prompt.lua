@@ -3,9 +3,14 @@
 -- A template is plain text. `{{a.b}}` is replaced by a value of the context;
 -- `{{#a.b}} ... {{/a.b}}` keeps its body only when the value is present (not false,
 -- not ""), `{{^a.b}} ... {{/a.b}}` only when it is absent; `{{! note }}` is dropped.
--- A line `=== system ===` / `=== user ===` starts that message. The id of a template
--- is its file name without .txt, its version the kl_hash64 hex of its bytes, so
--- every call records exactly which text produced it.
+-- A section tag alone on its line takes the line with it. A line holding a
+-- placeholder whose value is absent is left out whole, so no fact ever renders as a
+-- gap or a "(none)": a template puts each optional fact on its own line (or in a
+-- section). A line `=== system ===` / `=== user ===` starts that message. The id of a
+-- template is its file name without .txt, its version the kl_hash64 hex of its bytes,
+-- so every call records exactly which text produced it. A template `ID` with a
+-- sibling `ID_host.txt` is a pair: host (C) tasks get the sibling's text, and the
+-- version is the hash of both texts.
 -- Failure behaviour: unknown templates and unknown placeholders return nil, message
 -- (every unknown placeholder is listed); nothing here raises on bad input.
 local core = require("kloop.core")
@@ -48,7 +53,15 @@ function M.load(id, opts)
   for _, path in ipairs(candidates) do
     local text = util.read_file(path)
     if text then
-      return { id = util.basename(path):gsub("%.txt$", ""), version = M.version_of(text), text = text, path = path }
+      local tpl = { id = util.basename(path):gsub("%.txt$", ""), version = M.version_of(text), text = text, path = path }
+      -- the host (C) variant of the same request, beside it; one version for the pair
+      local hpath = path:gsub("%.txt$", "_host.txt")
+      local htext = not path:match("_host%.txt$") and util.read_file(hpath)
+      if htext then
+        tpl.host = { id = tpl.id .. "_host", version = M.version_of(htext), text = htext, path = hpath }
+        tpl.version = M.version_of(text .. "\0" .. htext)
+      end
+      return tpl
     end
   end
   return nil, string.format("no prompt template '%s' (looked in %s)", id,
@@ -76,6 +89,7 @@ end
 local function lookup(ctx, path)
   local v = ctx
   for part in path:gmatch("[^%.]+") do
+    if v == false then return true, false end
     if type(v) ~= "table" then return false end
     local n = tonumber(part)
     local nv = v[part]
@@ -86,8 +100,11 @@ local function lookup(ctx, path)
   return true, v
 end
 
+local function present(v)
+  return v ~= nil and v ~= false and v ~= "" and not (type(v) == "table" and next(v) == nil)
+end
+
 local function fmt_value(v)
-  if v == false then return "(none)" end
   if type(v) == "number" then
     if v == math.floor(v) and math.abs(v) < 1e15 then return string.format("%d", v) end
     return string.format("%.4g", v)
@@ -97,46 +114,63 @@ local function fmt_value(v)
     for _, x in ipairs(v) do parts[#parts + 1] = fmt_value(x) end
     return table.concat(parts, "\n")
   end
-  return tostring(v)
+  -- a multi-line value (a source file) ends where its line ends
+  return (tostring(v):gsub("\n+$", ""))
 end
 
-local function present(v)
-  return v ~= nil and v ~= false and v ~= "" and not (type(v) == "table" and next(v) == nil)
-end
+local SECTION_LINE = "^[ \t]*({{[#%^/][%w_%.]+}})[ \t]*$"
 
--- Renders text with ctx: string, or nil, "unknown placeholder(s) ...".
+-- Renders text with ctx: string, or nil, "unknown placeholder(s) ...". Every name of
+-- the template is checked, in shown and hidden sections alike; a name under a value
+-- that is false (a section without data, such as best before there is one) is absent,
+-- not unknown.
 function M.render(text, ctx)
   local unknown, seen = {}, {}
   local function note(name)
     if not seen[name] then seen[name] = true unknown[#unknown + 1] = "{{" .. name .. "}}" end
   end
   text = text:gsub("{{!.-}}\n?", "")
-  local function expand(s)
-    -- sections first (innermost names are distinct, so a non-greedy match is enough)
-    s = s:gsub("{{([#%^])([%w_%.]+)}}\n?(.-){{/%2}}\n?", function(kind, name, body)
-      local found, v = lookup(ctx, name)
-      if not found then note(name) return "" end
-      local show = present(v)
-      if kind == "^" then show = not show end
-      return show and expand(body) or ""
-    end)
-    s = s:gsub("{{%s*([%w_%.]+)%s*}}", function(name)
-      local found, v = lookup(ctx, name)
-      if not found then note(name) return "" end
-      return fmt_value(v)
-    end)
-    return s
+  for name in text:gmatch("{{[#%^/]?%s*([%w_%.]+)%s*}}") do
+    if not lookup(ctx, name) then note(name) end
   end
-  local out = expand(text)
   if #unknown > 0 then
     return nil, "unknown placeholder" .. (#unknown > 1 and "s " or " ") .. table.concat(unknown, ", ")
   end
-  return out
+  -- standalone section tags lose their line; inline ones stay in theirs
+  local lines = {}
+  for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+    local tag = line:match(SECTION_LINE)
+    lines[#lines + 1] = tag or (line .. "\n")
+  end
+  text = table.concat(lines):gsub("\n$", "")
+  local function sections(s)
+    -- innermost names are distinct, so a non-greedy match is enough
+    return (s:gsub("{{([#%^])([%w_%.]+)}}(.-){{/%2}}", function(kind, name, body)
+      local _, v = lookup(ctx, name)
+      local show = present(v)
+      if kind == "^" then show = not show end
+      return show and sections(body) or ""
+    end))
+  end
+  text = sections(text)
+  local out = {}
+  for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+    local missing = false
+    local filled = line:gsub("{{%s*([%w_%.]+)%s*}}", function(name)
+      local _, v = lookup(ctx, name)
+      if not present(v) then missing = true return "" end
+      return fmt_value(v)
+    end)
+    if not missing then out[#out + 1] = filled end
+  end
+  -- a dropped line leaves no run of blank lines behind
+  return (table.concat(out, "\n"):gsub("\n[ \t]*\n[ \t]*\n+", "\n\n"))
 end
 
 -- Renders a template into chat messages: {{role=, content=}...}, or nil, err.
 function M.messages(tpl, ctx)
-  local text, err = M.render(tpl.text, ctx)
+  local variant = tpl.host and ctx and type(ctx.task) == "table" and ctx.task.backend == "host" and tpl.host or tpl
+  local text, err = M.render(variant.text, ctx)
   if not text then return nil, (tpl.id or "prompt") .. ": " .. err end
   local msgs, role, buf = {}, "user", {}
   local function flush()
@@ -212,7 +246,7 @@ end
 local function task_ctx(task)
   if not task then
     return { name = false, entry = false, signature = false, args = false, sizes = false, check_sizes = false,
-      tolerance = false, cost = false, unit = false, source = false, backend = false, params = false }
+      tolerance = false, cost = false, unit = false, source = false, backend = false, params = false, host = false }
   end
   local args = {}
   for _, a in ipairs(task.args or {}) do
@@ -243,14 +277,16 @@ local function task_ctx(task)
     check_sizes = #checks > 0 and table.concat(checks, "; ") or false,
     tolerance = string.format("relative L2 error <= %g%s%s", tol.rel or 1e-5,
       tol.max_abs and string.format(", |error| <= %g per element", tol.max_abs) or "",
-      tol.deterministic == "exact" and ", bit-identical across runs (no atomics races)" or ""),
+      tol.deterministic == "exact" and (task.backend == "host" and ", bit-identical across runs (no races between threads)"
+        or ", bit-identical across runs (no atomics races)") or ""),
     cost = cost, unit = task.unit or "fp32", source = task.source or false, backend = task.backend or "cuda",
+    host = task.backend == "host",
     params = #params > 0 and table.concat(params, "; ") or false,
   }
 end
 
 local function gpu_ctx(gpu, task)
-  if not gpu then
+  if not gpu or gpu.arch == "host" or (task and task.backend == "host") then
     return { name = false, arch = false, sm_count = false, l2 = false, smem_per_block = false,
       smem_per_block_optin = false, smem_per_sm = false, regs_per_block = false, peak_tflops = false,
       peak_gbps = false }
@@ -268,6 +304,110 @@ local function gpu_ctx(gpu, task)
     smem_per_block_optin = bytes_text(gpu.smem_per_block_optin), smem_per_sm = bytes_text(gpu.smem_per_sm),
     regs_per_block = gpu.regs_per_block or false, peak_tflops = peak_f, peak_gbps = peak_b,
   }
+end
+
+-- ---- the CPU a host (C) task runs on ----
+
+-- ISA extensions worth telling a model about, widest first: cpuinfo flag, name.
+local ISA = {
+  { "avx512f", "AVX-512F" }, { "avx512bw", "AVX-512BW" }, { "avx512vl", "AVX-512VL" }, { "avx512dq", "AVX-512DQ" },
+  { "avx512_vnni", "AVX-512 VNNI" }, { "avx512_bf16", "AVX-512 BF16" }, { "avx512_fp16", "AVX-512 FP16" },
+  { "amx_tile", "AMX" }, { "avx2", "AVX2" }, { "fma", "FMA" }, { "avx", "AVX" }, { "f16c", "F16C" },
+  { "bmi2", "BMI2" }, { "sse4_2", "SSE4.2" },
+  -- aarch64 (Features line)
+  { "sve2", "SVE2" }, { "sve", "SVE" }, { "asimd", "NEON (ASIMD)" }, { "asimdhp", "NEON fp16" },
+  { "asimddp", "NEON dot product" }, { "i8mm", "I8MM" }, { "bf16", "BF16" },
+}
+
+local function size_bytes(s)
+  local n, unit = tostring(s or ""):match("^%s*(%d+)%s*([KMG]?)")
+  if not n then return nil end
+  return tonumber(n) * ({ [""] = 1, K = 1024, M = 1048576, G = 1073741824 })[unit]
+end
+
+-- Counts the CPUs of a cpulist ("0-3,8"): how many share a cache.
+local function cpulist_count(l)
+  local n = 0
+  for part in tostring(l or ""):gmatch("[^,%s]+") do
+    local a, b = part:match("^(%d+)%-(%d+)$")
+    n = n + (a and (tonumber(b) - tonumber(a) + 1) or 1)
+  end
+  return n
+end
+
+-- The CPU's facts: {model, logical, physical, isa = {names}, vector_bits, caches = {{level,
+-- type, bytes, shared}}}. opts.cpuinfo (text) and opts.cache_dir (a cpu0/cache folder)
+-- replace the machine's files (tests).
+function M.cpu_facts(opts)
+  opts = opts or {}
+  local info = opts.cpuinfo or util.read_file("/proc/cpuinfo") or ""
+  local f = { logical = 0, isa = {}, caches = {} }
+  local flags, cores = nil, {}
+  local phys = "0"
+  for line in info:gmatch("[^\n]+") do
+    local k, v = line:match("^([^:]-)%s*:%s*(.*)$")
+    if k == "processor" then f.logical = f.logical + 1
+    elseif k == "model name" or (k == "Model" and not f.model) then f.model = f.model or v
+    elseif (k == "flags" or k == "Features") and not flags then flags = v
+    elseif k == "physical id" then phys = v
+    elseif k == "core id" then cores[phys .. ":" .. v] = true end
+  end
+  local n = 0
+  for _ in pairs(cores) do n = n + 1 end
+  f.physical = n > 0 and n or nil
+  local have = {}
+  for w in (flags or ""):gmatch("%S+") do have[w] = true end
+  for _, e in ipairs(ISA) do if have[e[1]] then f.isa[#f.isa + 1] = e[2] end end
+  f.vector_bits = (have.avx512f and 512) or ((have.avx2 or have.avx) and 256) or ((have.sse2 or have.asimd) and 128) or nil
+  local dir = opts.cache_dir or "/sys/devices/system/cpu/cpu0/cache"
+  for i = 0, 9 do
+    local base = dir .. "/index" .. i .. "/"
+    local level = util.read_file(base .. "level")
+    if not level then break end
+    local kind = (util.read_file(base .. "type") or ""):gsub("%s+$", "")
+    local bytes = size_bytes(util.read_file(base .. "size"))
+    if kind ~= "Instruction" and bytes then
+      f.caches[#f.caches + 1] = { level = tonumber(level), type = kind, bytes = bytes,
+        shared = cpulist_count((util.read_file(base .. "shared_cpu_list") or ""):gsub("%s+$", "")) }
+    end
+  end
+  return f
+end
+
+local cpu_cache
+local function host_ctx(task, raw)
+  local none = { cpu = false, cores = false, isa = false, vector = false, caches = false, compiler = false,
+    flags = false, openmp = false }
+  if not task or task.backend ~= "host" then return none end
+  local f = raw or cpu_cache
+  if not f then cpu_cache = M.cpu_facts() f = cpu_cache end
+  local out = none
+  out.cpu = f.model or false
+  if f.logical and f.logical > 0 then
+    out.cores = f.logical .. " logical CPUs" .. (f.physical and f.physical ~= f.logical and
+      string.format(" (%d physical cores)", f.physical) or "")
+  end
+  out.isa = #(f.isa or {}) > 0 and table.concat(f.isa, ", ") or false
+  if f.vector_bits then
+    out.vector = string.format("%d-bit vectors: %d floats or %d doubles per register", f.vector_bits,
+      f.vector_bits / 32, f.vector_bits / 64)
+  end
+  local cs = {}
+  for _, c in ipairs(f.caches or {}) do
+    local label = "L" .. c.level .. (c.type == "Data" and "d" or "")
+    cs[#cs + 1] = label .. " " .. bytes_text(c.bytes) .. (c.shared and c.shared > 1 and
+      string.format(" (shared by %d CPUs)", c.shared) or "")
+  end
+  out.caches = #cs > 0 and table.concat(cs, ", ") or false
+  local ch = require("kloop.compile_host")
+  local ok, ver = pcall(ch.cc_version)
+  out.compiler = ok and ver ~= "unknown" and ver or ch.cc()
+  local flags = {}
+  for _, o in ipairs(ch.default_options) do flags[#flags + 1] = o end
+  for _, o in ipairs(task.options or {}) do flags[#flags + 1] = o end
+  out.flags = table.concat(flags, " ") .. " -shared -fPIC"
+  for _, o in ipairs(flags) do if o == "-fopenmp" then out.openmp = true end end
+  return out
 end
 
 -- Resources per kernel (numbers only; the worker reports part of them): an entry is
@@ -459,6 +599,18 @@ local function log_text(log, max)
   return bounded(table.concat(lines, "\n"), M.LOG_MAX_BYTES)
 end
 
+-- The first error line of a compile log, bounded (attempt lines and summaries).
+local function first_error(log)
+  local text = log_text(log, 1000)
+  if not text then return nil end
+  for line in text:gmatch("[^\n]+") do
+    if line:lower():find("error", 1, true) then
+      line = line:gsub("^%s+", "")
+      return #line > 200 and (line:sub(1, 200) .. "...") or line
+    end
+  end
+end
+
 local function verdict_name(r)
   if not r or r.verdict == nil then return false end
   return VERDICTS[r.verdict] and r.verdict or "invalid"
@@ -477,6 +629,9 @@ local function summary(r, task)
   end
   local why = r.verdict ~= "ok" and reason_text(r, task)
   if why then s = s .. ": " .. why end
+  -- a compile error says what the compiler said, not only that it failed
+  local first = r.verdict == "compile_error" and first_error(r.compile_log)
+  if first then s = s .. " (" .. first .. ")" end
   return s
 end
 
@@ -500,8 +655,17 @@ local function cand_ctx(c, task)
   }
 end
 
+-- The GPU's facts when the caller has none yet (the first requests go out before the
+-- worker has started): one forked probe per process (kloop.core.gpu_probe), false
+-- where there is no GPU.
+local gpu_probed
+function M.gpu_fallback()
+  if gpu_probed == nil then gpu_probed = core.gpu_probe(0) or false end
+  return gpu_probed or nil
+end
+
 -- The context every template receives. raw: {task=, gpu=, parent=, best=, attempts=,
--- baseline=, note=}; every field of the result is present (false when unknown), so a
+-- baseline=, note=, cpu= (M.cpu_facts, for tests)}; gpu = false: none, no probe. Every field of the result is present (false when unknown), so a
 -- template's placeholders are checked against one fixed schema.
 function M.context(raw)
   raw = raw or {}
@@ -514,9 +678,15 @@ function M.context(raw)
     attempts[#attempts + 1] = string.format("- #%d %s%s", i, a.label and (a.label .. ": ") or "", summary(r, raw.task) or "?")
   end
   local baseline = raw.baseline and (raw.baseline.result or raw.baseline)
+  -- the baseline is timed while the first requests are out: its time is not known yet
+  local pending = raw.task ~= nil and not (baseline and baseline.verdict)
+  local gpu = raw.gpu
+  if gpu == nil and raw.task and raw.task.backend ~= "host" then gpu = M.gpu_fallback() end
   return {
     task = task_ctx(raw.task),
-    gpu = gpu_ctx(raw.gpu, raw.task),
+    gpu = gpu_ctx(gpu, raw.task),
+    host = host_ctx(raw.task, raw.cpu),
+    baseline_pending = pending,
     parent = cand_ctx(raw.parent, raw.task),
     best = raw.best and cand_ctx(raw.best, raw.task) or false,
     baseline_ms = baseline and num(baseline.time_ms) or false,

@@ -46,6 +46,31 @@ function Tune:fresh(ctx, n)
   return out
 end
 
+-- Compile repairs for the built-in strategies: a candidate that does not compile (or
+-- is rejected) goes back to the model with its compiler log (the fix_compile template),
+-- at most twice down one line of repairs; the tune proposer has no repair. A strategy
+-- calls note_broken from on_result and repairs(ctx, out[, opts]) from propose, which
+-- appends the repair of the oldest broken candidate to `out`.
+function M.note_broken(ctx, cand, r)
+  if (r.verdict == "compile_error" or r.verdict == "rejected") and ctx.proposer and ctx.proposer.name == "llm"
+    and (cand.repairs or 0) < 2 and cand.source then
+    ctx.broken = ctx.broken or {}
+    ctx.broken[#ctx.broken + 1] = cand
+  end
+end
+
+function M.repairs(ctx, out, opts)
+  local broken = ctx.broken and table.remove(ctx.broken, 1)
+  if not broken then return out end
+  local o = { template = "fix_compile" }
+  for k, v in pairs(opts or {}) do o[k] = v end
+  for _, c in ipairs(ctx.proposer:children(ctx, broken, 1, o)) do
+    c.repairs = (broken.repairs or 0) + 1
+    out[#out + 1] = c
+  end
+  return out
+end
+
 -- Picks the proposer an option names; "auto" takes the LLM when one is configured.
 function M.choose(ctx)
   local want = ctx.opts.proposer or "auto"

@@ -12,11 +12,28 @@ function M.new(seed)
   return setmetatable({ s = s }, R)
 end
 
--- A fresh seed from the OS, below 2^52 so it prints and stores exactly.
+-- Seeds are integers in [1, M.MAX_SEED]: a Lua number holds them exactly, the store
+-- keeps them as INTEGER, and they print with %d. 0 means "draw one".
+M.MAX_SEED = 2^53 - 1
+
+-- A fresh seed from the OS, in [1, 2^46]: below 10^14, so it prints exactly even
+-- where a number goes through %.14g (tostring, JSON), and copying it repeats the run.
 function M.fresh_seed()
   local b = ffi.new("uint64_t[1]")
   core.C.kl_random_bytes(b, 8)
-  return tonumber(b[0] % 0x10000000000000ULL) + 1
+  return tonumber(b[0] % 0x400000000000ULL) + 1
+end
+
+-- A seed as text, exactly (never 1e+15 style).
+function M.format(seed) return string.format("%d", seed) end
+
+-- A seed from an option or a stored value: the integer, or nil, why.
+function M.check(v)
+  local n = tonumber(v)
+  if not n or n ~= math.floor(n) or n < 0 or n > M.MAX_SEED then
+    return nil, string.format("give a whole number from 1 to %d (0: draw one), not %s", M.MAX_SEED, tostring(v))
+  end
+  return n
 end
 
 local function next64(self)

@@ -26,6 +26,13 @@ function M.open(ctx, path)
       db:close()
       return nil, string.format("run %d was on %s, not %s", o.resume, state.run.task_path, ctx.task.kernel)
     end
+    local was, now = state.run.strategy_path, ctx.path
+    local function sname(x) return (util.basename(tostring(x)):gsub("%.lua$", "")) end
+    if was and now and sname(was) ~= sname(now) and not o.force then
+      db:close()
+      return nil, string.format("run %d was made by %s, not %s: its state would not fit (give --force to continue it anyway)",
+        o.resume, sname(was), sname(now))
+    end
     -- read before reopen_run marks it running again: how did the run end?
     local killed = state.run.status == "running"
     assert(db:reopen_run(o.resume))
@@ -41,6 +48,14 @@ function M.open(ctx, path)
     return self
   end
   local budget = { candidates = o.budget, time = o.time, tokens = o.tokens, money = o.money }
+  -- (runs.seed keeps the seed exactly; in the options JSON a seed of 10^14 or more is
+  -- text, since JSON numbers there keep 14 digits)
+  if type(o.seed) == "number" and o.seed >= 1e14 then
+    local copy = {}
+    for k, v in pairs(o) do copy[k] = v end
+    copy.seed = string.format("%d", o.seed)
+    o = copy
+  end
   local id, berr = db:begin_run({ strategy_path = ctx.path, task = ctx.task, options = o, budget = budget,
     seed = o.seed, gpu = ctx.gpu, nvrtc_version = ctx.task.backend == "cuda" and core.nvrtc_version() or nil })
   if not id then db:close() return nil, berr end
@@ -106,10 +121,62 @@ function A:pending()
   return out
 end
 
+-- A write the store refused (a full disk, an I/O error): the run cannot keep its
+-- promise that every fact is recorded, so it stops (the driver checks self.failed after
+-- each step) and says what the store still holds.
 function A:warn(what, err)
-  if not self.warned then
-    util.eprintf("kloop: store: %s failed (%s); the run goes on, later rows may be missing\n", what, tostring(err))
-    self.warned = true
+  if not self.failed then
+    self.failed = string.format("%s failed (%s)", what, tostring(err))
+  end
+end
+
+-- What the store kept, for the line that says why the run stopped.
+function A:kept_text()
+  return string.format("the store %s keeps %d candidates with %d evaluations of run %d", self.path,
+    self.kept_candidates or 0, self.kept_evaluations or 0, self.run_id or 0)
+end
+
+-- One session event (kloop.llm log): a row per HTTP request, inserted when it is sent
+-- (outcome inflight: a kill leaves it so) and updated when it ends (retry, ok, failed,
+-- cancelled); a cached answer is a row of its own. self.llm_rows[seq] lists a call's rows.
+function A:llm_event(ctx, ev)
+  self.llm_rows = self.llm_rows or {}
+  self.llm_open = self.llm_open or {}
+  local rows = self.llm_rows[ev.seq] or {}
+  self.llm_rows[ev.seq] = rows
+  if ev.event == "llm_send" then
+    local id, err = self.db:add_llm_call(self.run_id, { request_hash = ev.key, model = ev.model, outcome = "inflight",
+      attempt = ev.attempt, retries = (ev.attempt or 1) - 1 })
+    if not id then return self:warn("add_llm_call", err) end
+    rows[#rows + 1] = id
+    self.llm_open[ev.seq] = id
+  elseif ev.event == "llm_retry" then
+    local id = self.llm_open[ev.seq]
+    self.llm_open[ev.seq] = nil
+    if id then
+      local ok, err = self.db:update_llm_call(id, { outcome = "retry", http_status = ev.status, latency_s = ev.attempt_s,
+        error = ev.why })
+      if not ok then self:warn("update_llm_call", err) end
+    end
+  elseif ev.event == "llm_done" then
+    local id = self.llm_open[ev.seq]
+    self.llm_open[ev.seq] = nil
+    local outcome = ev.cached and "cached" or ev.ok and "ok" or ev.kind == "cancelled" and "cancelled" or "failed"
+    local fields = { outcome = outcome, http_status = ev.status, latency_s = ev.cached and 0 or ev.attempt_s,
+      tokens_in = ev.usage and ev.usage.input, tokens_out = ev.usage and ev.usage.output, cost = ev.cost,
+      error = (not ev.ok) and ev.reason or nil, kind = (not ev.ok) and ev.kind or nil, retries = ev.retries }
+    local ok, err
+    if id then
+      ok, err = self.db:update_llm_call(id, fields)
+    elseif ev.cached or #rows == 0 then
+      -- no request went out for it (a cache hit, or it ended before it could start)
+      fields.request_hash, fields.model, fields.attempt = ev.key, ev.model, 0
+      ok, err = self.db:add_llm_call(self.run_id, fields)
+      if ok then rows[#rows + 1] = ok end
+    else
+      ok = true -- it ended while waiting to retry: its last row says why it was retried
+    end
+    if not ok then self:warn("llm_call", err) end
   end
 end
 
@@ -126,6 +193,12 @@ function A:propose(ctx, cand)
     tokens_in = cand.tokens_in, tokens_out = cand.tokens_out, cost = cand.cost })
   if not id then return self:warn("add_candidate", err) end
   cand.store_id = id
+  self.kept_candidates = (self.kept_candidates or 0) + 1
+  -- the requests that produced it were recorded as they happened: link them
+  for _, rid in ipairs(cand.llm_seq and self.llm_rows and self.llm_rows[cand.llm_seq] or {}) do
+    local okc, cerr = self.db:update_llm_call(rid, { candidate_id = id })
+    if not okc then self:warn("update_llm_call", cerr) end
+  end
   for _, rec in ipairs(cand.llm_calls or {}) do
     local r = { candidate_id = id }
     for k, v in pairs(rec) do if LLM_KEEP[k] then r[k] = v end end
@@ -140,7 +213,7 @@ function A:record(ctx, cand)
   local id = cand.store_id or self:propose(ctx, cand) -- (the first write failed: try once more)
   if not id then return end
   local ok, eerr = self.db:add_evaluation(id, cand.result)
-  if not ok then self:warn("add_evaluation", eerr) end
+  if not ok then self:warn("add_evaluation", eerr) else self.kept_evaluations = (self.kept_evaluations or 0) + 1 end
   cand.evaluation_store_id = ok or nil
 end
 
@@ -153,8 +226,12 @@ end
 
 function A:finish(ctx, status, reason)
   local ok, err = self.db:end_run(self.run_id, status, reason)
-  if not ok then self:warn("end_run", err) end
+  if not ok then
+    self:warn("end_run", err)
+    util.eprintf("kloop: store: could not mark run %d %s (%s); %s\n", self.run_id, status, tostring(err), self:kept_text())
+  end
   self.db:close()
+  return ok
 end
 
 return M

@@ -115,6 +115,14 @@ CREATE INDEX evaluations_verdict_time ON evaluations(verdict, median_ms);
 CREATE INDEX llm_calls_run ON llm_calls(run_id);
 CREATE INDEX llm_calls_candidate ON llm_calls(candidate_id);
 ]],
+  -- 2: one llm_calls row per HTTP request, written when it is sent and updated when it
+  -- ends: outcome (inflight, ok, failed, retry, cancelled, cached), attempt number
+  -- within its call, and the failure kind (docs/LLM.md)
+  [2] = [[
+ALTER TABLE llm_calls ADD COLUMN outcome TEXT;
+ALTER TABLE llm_calls ADD COLUMN attempt INTEGER;
+ALTER TABLE llm_calls ADD COLUMN kind TEXT;
+]],
 }
 
 M.PROPOSERS = { tune = true, llm = true, baseline = true, user = true }
@@ -419,8 +427,13 @@ end
 ---------------------------------------------------------------------------
 -- Opening and migrating.
 
--- Brings the schema to the newest version, one transaction per step.
-local function migrate(db, path, migrations)
+-- The tables schema version 1 created; a file whose user_version says kloop but lacks
+-- one of them belongs to another program.
+local V1_TABLES = { "runs", "candidates", "candidate_parents", "evaluations", "llm_calls" }
+
+-- Says what the open file is, reading only: version, or nil, msg. An empty database
+-- (no tables, version 0) is `0, "empty"`.
+local function identify(db, path, migrations)
   local rows, err = db:query("PRAGMA user_version")
   if not rows then
     if err:find("not a database", 1, true) then
@@ -433,14 +446,32 @@ local function migrate(db, path, migrations)
     return nil, string.format("%s: schema version %d is newer than this kloop understands (it knows up to %d); use a newer kloop",
       path, have, want)
   end
+  local tables = {}
+  local t, terr = db:query("SELECT name FROM sqlite_master WHERE type = 'table'")
+  if not t then return nil, string.format("%s: %s", path, terr) end
+  for _, r in ipairs(t) do tables[r.name] = true end
   if have == 0 then
-    local t = assert(db:query("SELECT count(*) AS n FROM sqlite_master"))
-    if t[1].n > 0 then
+    if next(tables) then
       return nil, string.format("%s: not a kloop database (it has tables but schema version 0)", path)
     end
+    return 0, "empty"
   end
+  for _, name in ipairs(V1_TABLES) do
+    if not tables[name] then
+      return nil, string.format("%s: not a kloop database (schema version %d, but no '%s' table)", path, have, name)
+    end
+  end
+  return have
+end
+
+-- Brings the schema to the newest version, one transaction per step.
+local function migrate(db, path, migrations, have)
+  local want = #migrations
   if have < want and db.readonly then
-    return nil, string.format("%s: schema version %d needs migrating to %d; open it writable", path, have, want)
+    -- read as it is: the reads use version 1's columns (and SELECT * for later ones);
+    -- the next run that writes to it migrates it
+    db.version = have
+    return true
   end
   for v = have + 1, want do
     local ok, merr = db:batch(function()
@@ -462,26 +493,89 @@ local function migrate(db, path, migrations)
   return true
 end
 
--- Opens (creating unless opts.create == false) and migrates a store: db, or nil, msg.
--- opts: create, readonly, migrations (tests append steps).
-function M.open(path, opts)
-  opts = opts or {}
-  path = path or M.default_path()
-  if type(path) ~= "string" or path == "" then error("store.open: path must be a file name", 2) end
-  if (opts.create == false or opts.readonly) and not util.file_exists(path) then
-    return nil, string.format("no database at %s (give --db PATH or set KLOOP_DB)", path)
-  end
+local function raw_open(path, flags)
   local out = ffi.new("kl_db*[1]")
   local err = ffi.new("kl_err")
-  if C.kl_db_open(path, opts.readonly and 1 or 0, out, err) ~= 0 then
+  if C.kl_db_open(path, flags, out, err) ~= 0 then
     local msg = ffi.string(err.msg)
     if msg:find("not a database", 1, true) then
       return nil, string.format("%s: not a SQLite database (file is not a database)", path)
     end
     return nil, msg
   end
-  local db = setmetatable({ h = out[0], path = path, stmts = {}, readonly = opts.readonly or false }, DB)
-  local ok, merr = migrate(db, path, opts.migrations or M.migrations)
+  return out[0]
+end
+
+-- The first bytes of a file, to tell an empty, a foreign and a SQLite file apart
+-- before SQLite touches it: "missing", "folder", "empty", "sqlite" or "other".
+local function file_kind(path)
+  local f, oerr = io.open(path, "rb")
+  if not f then return util.file_exists(path) and "unreadable" or "missing", oerr end
+  local head, rerr = f:read(16)
+  f:close()
+  if head == nil and rerr then return "folder" end
+  if head == nil then return "empty" end
+  if head == "SQLite format 3\0" then return "sqlite" end
+  return "other"
+end
+
+-- Opens (creating unless opts.create == false) and migrates a store: db, or nil, msg.
+-- opts: create, readonly, migrations (tests append steps).
+-- A read-only open never writes: it opens with SQLite's read-only mode, and where the
+-- WAL's companion files cannot be opened (a read-only folder or mount) with immutable=1
+-- (db.immutable; db.warning says when a WAL file there was left unread). An empty file
+-- and anything that is not a kloop store are refused and left as they were, by either.
+function M.open(path, opts)
+  opts = opts or {}
+  path = path or M.default_path()
+  if type(path) ~= "string" or path == "" then error("store.open: path must be a file name", 2) end
+  local kind, kerr = file_kind(path)
+  if kind == "unreadable" then return nil, string.format("cannot open database %s: %s", path, tostring(kerr)) end
+  if (opts.create == false or opts.readonly) and kind == "missing" then
+    return nil, string.format("no database at %s (give --db PATH or set KLOOP_DB)", path)
+  end
+  if kind == "folder" then return nil, string.format("%s: is a folder, not a kloop store", path) end
+  if kind == "other" then return nil, string.format("%s: not a SQLite database (file is not a database)", path) end
+  if kind == "empty" and (opts.readonly or opts.create == false) then
+    return nil, string.format("%s: an empty file, not a kloop store (kloop creates a store when a run starts; give --db the path of one)", path)
+  end
+  local migrations = opts.migrations or M.migrations
+  local readonly = opts.readonly or false
+  local h, err = raw_open(path, readonly and C.KL_DB_READONLY or C.KL_DB_NO_SETUP)
+  if not h then return nil, err end
+  local db = setmetatable({ h = h, path = path, stmts = {}, readonly = readonly }, DB)
+  local have, what = identify(db, path, migrations)
+  if not have and readonly and (what:find("unable to open", 1, true) or what:find("readonly", 1, true)) then
+    -- WAL mode needs the -shm file; in a read-only folder SQLite cannot create it
+    db:close()
+    h, err = raw_open(path, C.KL_DB_IMMUTABLE)
+    if not h then return nil, err end
+    db = setmetatable({ h = h, path = path, stmts = {}, readonly = true, immutable = true }, DB)
+    local wal = io.open(path .. "-wal", "rb")
+    local wal_size = wal and wal:seek("end") or 0
+    if wal then wal:close() end
+    if wal_size > 0 then
+      db.warning = string.format("%s: read without its write-ahead log (%s-wal, %d bytes: this folder is read-only), so the newest changes may be missing",
+        path, path, wal_size)
+    end
+    have, what = identify(db, path, migrations)
+  end
+  if not have then
+    db:close()
+    return nil, what
+  end
+  if have == 0 and readonly then
+    db:close()
+    return nil, string.format("%s: an empty database, not a kloop store", path)
+  end
+  if not readonly then
+    local ok, serr = db:exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")
+    if not ok then
+      db:close()
+      return nil, string.format("cannot set up database %s: %s", path, tostring(serr))
+    end
+  end
+  local ok, merr = migrate(db, path, migrations, have)
   if not ok then
     db:close()
     return nil, merr
@@ -653,7 +747,7 @@ end
 
 local LLM_FIELDS = { candidate_id = true, request_hash = true, model = true, latency_s = true, latency = true,
   http_status = true, status = true, tokens_in = true, tokens_out = true, retries = true, cost = true,
-  cost_usd = true, error = true, created_at = true }
+  cost_usd = true, error = true, created_at = true, outcome = true, attempt = true, kind = true }
 
 -- Records one LLM request (never its headers or key): id, or nil, msg.
 function DB:add_llm_call(run_id, c)
@@ -661,15 +755,41 @@ function DB:add_llm_call(run_id, c)
   if type(c) ~= "table" then error("add_llm_call: give a table", 2) end
   check_fields("add_llm_call", c, LLM_FIELDS)
   local id, err = self:write([[INSERT INTO llm_calls (run_id, candidate_id, request_hash, model, latency_s,
-      http_status, tokens_in, tokens_out, retries, cost_usd, error, created_at)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, coalesce(?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))]],
+      http_status, tokens_in, tokens_out, retries, cost_usd, error, created_at, outcome, attempt, kind)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, coalesce(?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')), ?, ?, ?)]],
     run_id, c.candidate_id, c.request_hash, c.model, c.latency_s or c.latency, c.http_status or c.status,
-    c.tokens_in, c.tokens_out, c.retries, c.cost_usd or c.cost, M.scrub_text(c.error), c.created_at)
+    c.tokens_in, c.tokens_out, c.retries, c.cost_usd or c.cost, M.scrub_text(c.error), c.created_at,
+    c.outcome, c.attempt, c.kind)
   if not id then
     if err:find("FOREIGN KEY", 1, true) then return nil, "no run " .. tostring(run_id) .. " or candidate " .. tostring(c.candidate_id) end
     return nil, err
   end
   return id
+end
+
+local LLM_UPDATE = { "candidate_id", "latency_s", "http_status", "tokens_in", "tokens_out", "retries", "cost_usd",
+  "error", "outcome", "kind" }
+
+-- Updates a recorded LLM request (its end, or the candidate it produced): true, or nil, msg.
+function DB:update_llm_call(id, c)
+  check_open(self)
+  if type(c) ~= "table" then error("update_llm_call: give a table", 2) end
+  check_fields("update_llm_call", c, LLM_FIELDS)
+  local set, vals = {}, {}
+  for _, k in ipairs(LLM_UPDATE) do
+    local v = c[k]
+    if k == "cost_usd" and v == nil then v = c.cost end
+    if k == "http_status" and v == nil then v = c.status end
+    if k == "latency_s" and v == nil then v = c.latency end
+    if k == "error" then v = M.scrub_text(v) end
+    if v ~= nil then set[#set + 1] = k .. " = ?" vals[#vals + 1] = v end
+  end
+  if #set == 0 then return true end
+  vals[#vals + 1] = id
+  local ok, changes = self:write("UPDATE llm_calls SET " .. table.concat(set, ", ") .. " WHERE id = ?", unpack(vals))
+  if not ok then return nil, changes end
+  if changes == 0 then return nil, "no llm call " .. tostring(id) end
+  return true
 end
 
 ---------------------------------------------------------------------------

@@ -58,6 +58,71 @@ GPU here, task not found), 2 bad usage.
 ]],
 }
 
+---------------------------------------------------------------------------
+-- JSON output is always valid UTF-8. Stored text may hold any bytes (a model's reply,
+-- a compile log); each byte of an invalid UTF-8 sequence is written as the character
+-- U+0080..U+00FF of the same number (the byte read as Latin-1), so nothing is dropped
+-- and every decoder accepts the document (docs/STORE.md, "JSON output").
+
+local byte, char = string.byte, string.char
+
+-- Length of the valid UTF-8 sequence starting at s[i], or nil.
+local function seq_len(s, i, c)
+  local c2, c3, c4 = byte(s, i + 1, i + 3)
+  local function cont(x) return x and x >= 0x80 and x <= 0xBF end
+  if c >= 0xC2 and c <= 0xDF then return cont(c2) and 2 or nil end
+  if c >= 0xE0 and c <= 0xEF then
+    local lo, hi = 0x80, 0xBF
+    if c == 0xE0 then lo = 0xA0 elseif c == 0xED then hi = 0x9F end -- no overlongs, no surrogates
+    return (c2 and c2 >= lo and c2 <= hi and cont(c3)) and 3 or nil
+  end
+  if c >= 0xF0 and c <= 0xF4 then
+    local lo, hi = 0x80, 0xBF
+    if c == 0xF0 then lo = 0x90 elseif c == 0xF4 then hi = 0x8F end -- nothing above U+10FFFF
+    return (c2 and c2 >= lo and c2 <= hi and cont(c3) and cont(c4)) and 4 or nil
+  end
+  return nil
+end
+
+-- s with every byte of an invalid UTF-8 sequence replaced by U+00XX; s itself when valid.
+function M.utf8_safe_string(s)
+  if not s:find("[\128-\255]") then return s end
+  local out, n, i, from = {}, #s, 1, 1
+  while i <= n do
+    local c = byte(s, i)
+    if c < 0x80 then
+      i = i + 1
+    else
+      local len = seq_len(s, i, c)
+      if len then
+        i = i + len
+      else
+        if from < i then out[#out + 1] = s:sub(from, i - 1) end
+        out[#out + 1] = c < 0xC0 and ("\194" .. char(c)) or ("\195" .. char(c - 0x40))
+        i = i + 1
+        from = i
+      end
+    end
+  end
+  if from == 1 then return s end
+  if from <= n then out[#out + 1] = s:sub(from) end
+  return table.concat(out)
+end
+
+-- A copy of v (tables, keys and strings) that is valid UTF-8 throughout.
+function M.utf8_safe(v, depth)
+  depth = depth or 0
+  if type(v) == "string" then return M.utf8_safe_string(v) end
+  if type(v) ~= "table" or depth > 64 then return v end
+  local out = {}
+  for k, x in pairs(v) do
+    out[type(k) == "string" and M.utf8_safe_string(k) or k] = M.utf8_safe(x, depth + 1)
+  end
+  return setmetatable(out, getmetatable(v))
+end
+
+local function json(v) return store.encode(M.utf8_safe(v)) end
+
 local function say_error(cmd, msg)
   util.eprintf("kloop %s: %s\n", cmd, msg)
   return 1
@@ -79,10 +144,13 @@ function M.parse_ref(s, default)
   return kind, tonumber(num)
 end
 
+-- The read commands open the store read-only: they never write it, and work in a
+-- read-only folder or mount (docs/STORE.md, "Reading without writing").
 local function open_db(cmd, opts)
   local path = opts.db or store.default_path()
-  local db, err = store.open(path, { create = false })
+  local db, err = store.open(path, { create = false, readonly = true })
   if not db then return nil, say_error(cmd, err) end
+  if db.warning then util.eprintf("kloop %s: warning: %s\n", cmd, db.warning) end
   return db
 end
 
@@ -153,7 +221,7 @@ function M.runs(argv)
   db:close()
   if opts.json then
     for _, r in ipairs(runs) do r.status = status_of(r) end
-    print(store.encode(runs))
+    print(json(runs))
     return 0
   end
   if #runs == 0 then
@@ -178,7 +246,7 @@ local function show_run(db, id, opts)
     run.status = status_of(run)
     for _, c in ipairs(cands) do c.source = nil end -- `kloop show c:ID --json` has it
     run.candidates = cands
-    print(store.encode(run))
+    print(json(run))
     return 0
   end
   print(string.format("run %d: %s (%s)", run.id, run.task_name or "?", run.task_path or "no task path"))
@@ -191,8 +259,8 @@ local function show_run(db, id, opts)
   line("versions", string.format("kloop %s, driver %s, CUDA %s, NVRTC %s", run.kloop_version or "-",
     run.driver_version or "-", run.cuda_version or "-", run.nvrtc_version or "-"))
   line("seed", run.seed and tostring(run.seed))
-  line("options", run.options ~= nil and store.encode(run.options) or nil)
-  line("budget", run.budget ~= nil and store.encode(run.budget) or nil)
+  line("options", run.options ~= nil and json(run.options) or nil)
+  line("budget", run.budget ~= nil and json(run.budget) or nil)
   line("candidates", string.format("%d, %d evaluated, %d ok", run.n_candidates, run.n_evaluated, run.n_ok))
   local best = db:best(id)
   if best then
@@ -231,7 +299,7 @@ local function print_evaluation(e, indent)
     line("rate", string.format("%.2f TFLOP/s, %.1f GB/s, %.1f%% of the %s ceiling", e.tflops, e.gbps or 0,
       100 * (e.frac_peak or 0), e.bound or "?"))
   end
-  if type(e.evidence) == "table" and next(e.evidence) then line("evidence", store.encode(e.evidence)) end
+  if type(e.evidence) == "table" and next(e.evidence) then line("evidence", json(e.evidence)) end
   if type(e.profile) == "table" then
     local prof = require("kloop.profile")
     local rl = e.profile.bound and prof.roofline_text(e.profile)
@@ -262,7 +330,7 @@ local function show_candidate(db, id, opts)
   local run = db:run(c.run_id)
   if opts.json then
     c.lineage = lineage
-    print(store.encode(c))
+    print(json(c))
     return 0
   end
   local function line(k, v) if v ~= nil and v ~= "" then print(string.format("%-11s%s", k, v)) end end
@@ -273,13 +341,13 @@ local function show_candidate(db, id, opts)
   if c.prompt_id then who[#who + 1] = "prompt " .. c.prompt_id .. (c.prompt_hash and ("@" .. c.prompt_hash) or "") end
   if c.llm_seed then who[#who + 1] = "seed " .. tostring(c.llm_seed) end
   line("proposer", table.concat(who, ", "))
-  line("sampling", c.sampling ~= nil and store.encode(c.sampling) or nil)
+  line("sampling", c.sampling ~= nil and json(c.sampling) or nil)
   if c.tokens_in or c.tokens_out or c.cost_usd then
     line("tokens", string.format("%s in, %s out, $%.4f", tostring(c.tokens_in or 0), tostring(c.tokens_out or 0),
       c.cost_usd or 0))
   end
   line("params", params_text(c.params))
-  line("plan", c.launch_plan ~= nil and store.encode(c.launch_plan) or nil)
+  line("plan", c.launch_plan ~= nil and json(c.launch_plan) or nil)
   local nlines = select(2, c.source:gsub("\n", "")) + (c.source:sub(-1) == "\n" and 0 or 1)
   line("source", string.format("%d lines, hash %s", nlines, c.source_hash))
   line("note", c.note)
@@ -339,7 +407,7 @@ function M.best(argv)
   local speed = run and run.baseline_ms and c.evaluation.median_ms > 0 and run.baseline_ms / c.evaluation.median_ms
   if opts.json then
     c.speedup = speed or nil
-    print(store.encode(c))
+    print(json(c))
     return 0
   end
   print(string.format("c:%d  run %d  %s  %s  %s%s", c.id, c.run_id, run and run.task_name or "?", c.proposer,
@@ -479,7 +547,7 @@ function M.diff(argv)
       params_text(c.params) and (", " .. params_text(c.params)) or "")
   end
   if opts.json then
-    print(store.encode({ a = a.id, b = b.id, removed = removed, added = added, diff = body,
+    print(json({ a = a.id, b = b.id, removed = removed, added = added, diff = body,
       params_a = a.params, params_b = b.params }))
     return 0
   end
@@ -636,7 +704,7 @@ function M.export(argv)
   else
     L[#L + 1] = "/* no launch plan was recorded, and " .. tostring(origin):gsub("%*/", "* /") .. " */"
   end
-  L[#L + 1] = "/* as JSON: " .. store.encode(plan or c.launch_plan or cjson.null):gsub("%*/", "* /") .. " */"
+  L[#L + 1] = "/* as JSON: " .. json(plan or c.launch_plan or cjson.null):gsub("%*/", "* /") .. " */"
   L[#L + 1] = "#endif"
   local hfile = dir .. "/launch_plan.h"
   ok, werr = util.write_file(hfile, table.concat(L, "\n") .. "\n")
@@ -645,10 +713,10 @@ function M.export(argv)
   prov.bench_size = size
   prov.bench_plan = plan
   local pfile = dir .. "/provenance.json"
-  ok, werr = util.write_file(pfile, store.encode(prov) .. "\n")
+  ok, werr = util.write_file(pfile, json(prov) .. "\n")
   if not ok then return say_error("export", "cannot write " .. pfile .. ": " .. tostring(werr)) end
   if opts.json then
-    print(store.encode({ candidate = c.id, files = { kfile, hfile, pfile } }))
+    print(json({ candidate = c.id, files = { kfile, hfile, pfile } }))
   else
     print(string.format("c:%d -> %s, %s, %s", c.id, kfile, hfile, pfile))
   end
@@ -697,7 +765,7 @@ function M.replay(argv)
   local ratio = old and old.median_ms and r.time_ms and r.time_ms / old.median_ms
   if opts.json then
     r.samples = r.samples or {}
-    print(store.encode({ candidate = c.id, stored = old and { verdict = old.verdict, median_ms = old.median_ms,
+    print(json({ candidate = c.id, stored = old and { verdict = old.verdict, median_ms = old.median_ms,
       ci_ms = old.ci_ms, gpu = old.gpu, arch = old.arch } or nil, now = r, same_verdict = same or false, time_ratio = ratio }))
   else
     print(string.format("%-9s%-14s%-12s%s", "", "verdict", "median", "gpu"))

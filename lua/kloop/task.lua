@@ -24,6 +24,209 @@ local function fail(file, field, problem, fix)
 end
 M.fail = fail
 
+---------------------------------------------------------------------------
+-- Strictness: every field a sidecar may set, "did you mean" for the others, and a
+-- readable name for a value of the wrong type.
+
+-- Edit distance with adjacent swaps counted once ("cahce" is one edit from "cache").
+function M.edit_distance(a, b)
+  local la, lb = #a, #b
+  local d = {}
+  for i = 0, la do d[i] = { [0] = i } end
+  for j = 0, lb do d[0][j] = j end
+  for i = 1, la do
+    local ai = a:byte(i)
+    for j = 1, lb do
+      local cost = ai == b:byte(j) and 0 or 1
+      local v = math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost)
+      if i > 1 and j > 1 and ai == b:byte(j - 1) and a:byte(i - 1) == b:byte(j) then
+        v = math.min(v, d[i - 2][j - 2] + 1)
+      end
+      d[i][j] = v
+    end
+  end
+  return d[la][lb]
+end
+
+-- The name in `names` closest to `word`, when it is close enough to be a typo of it.
+function M.closest(word, names)
+  word = tostring(word)
+  local best, bd
+  for _, n in ipairs(names) do
+    local d = M.edit_distance(word:lower(), n:lower())
+    if not bd or d < bd or (d == bd and n < best) then best, bd = n, d end
+  end
+  if best and bd <= math.max(1, math.min(3, math.floor(#word / 3))) then return best end
+  return nil
+end
+
+-- How a value reads in a message: the string "60", the number 5, a function.
+local function describe(v)
+  local ty = type(v)
+  if ty == "string" then return string.format("the string %q", #v > 40 and (v:sub(1, 40) .. "...") or v) end
+  if ty == "number" or ty == "boolean" then return string.format("the %s %s", ty, tostring(v)) end
+  if ty == "nil" then return "nothing" end
+  return "a " .. ty
+end
+M.describe = describe
+
+local function sorted_any(t)
+  local out = {}
+  for k in pairs(t) do out[#out + 1] = k end
+  table.sort(out, function(a, b)
+    if type(a) == type(b) and (type(a) == "number" or type(a) == "string") then return a < b end
+    return type(a) < type(b)
+  end)
+  return out
+end
+
+-- Refuses every key of t that is not in `fields` (a list of names; numbers 1..`list`
+-- are allowed positional entries). `where` prefixes the field in the message.
+local function known_fields(file, where, t, fields, list)
+  local set = {}
+  for _, f in ipairs(fields) do set[f] = true end
+  for _, k in ipairs(sorted_any(t)) do
+    if type(k) == "number" and list and k >= 1 and k <= list and k == math.floor(k) then
+      -- a positional entry this table takes
+    elseif type(k) ~= "string" then
+      fail(file, (where ~= "" and where or "the task table"),
+        string.format("unexpected entry [%s] = %s (fields are named: %s)", tostring(k), describe(t[k]),
+          table.concat(fields, ", ")),
+        "write NAME = value")
+    elseif not set[k] then
+      local field = where ~= "" and (where .. "." .. k) or k
+      local near = M.closest(k, fields)
+      if near then
+        fail(file, field, string.format("unknown field '%s'; did you mean '%s'?", k, near),
+          string.format("rename it %s", near))
+      end
+      fail(file, field, string.format("unknown field '%s' (known here: %s)", k, table.concat(fields, ", ")),
+        "remove it or use one of the known fields")
+    end
+  end
+end
+M.known_fields = known_fields
+
+-- Refuses a value whose type is not one of `types` ("number", {"string", "function"}).
+local function want(file, field, v, types, fix)
+  if type(types) == "string" then types = { types } end
+  for _, ty in ipairs(types) do if type(v) == ty then return v end end
+  fail(file, field, string.format("expected %s, got %s", table.concat(types, " or "), describe(v)), fix)
+end
+
+-- Refuses a string that is not one of `values`, with the closest as the fix.
+local function one_of(file, field, v, values, example)
+  want(file, field, v, "string", example)
+  for _, x in ipairs(values) do if v == x then return v end end
+  local near = M.closest(v, values)
+  fail(file, field, string.format("'%s' is not one of %s%s", v, table.concat(values, ", "),
+    near and string.format("; did you mean '%s'?", near) or ""), near and (field:match("[^.]+$") .. " = \"" .. near .. "\"") or example)
+end
+
+M.FIELDS = {
+  task = { "name", "entry", "kernel", "args", "sizes", "launch", "reference", "tolerance", "cost", "unit",
+    "params", "constraint", "options", "metrics", "deadline", "deadline_factor", "device_heap", "static_data",
+    "flush_cache" },
+  sizes = { "bench", "check", "hidden" },
+  arg = { "size", "init", "output", "inout", "value" },
+  reference = { "source", "entry", "precision", "launch" },
+  tolerance = { "rel", "max_abs", "deterministic" },
+  cost = { "flops", "bytes", "unit" },
+  launch = { "grid", "block", "smem", "entry" },
+}
+M.UNITS = { "fp32", "tf32", "bf16", "fp16", "fp8", "fp64" }
+M.PRECISIONS = { "f64", "f32", "f16", "bf16" }
+
+---------------------------------------------------------------------------
+-- Sidecar code runs under a deadline and stops at Ctrl-C: a count hook looks at the
+-- clock and the pending-SIGINT counter, and the sidecar's functions run interpreted
+-- (compiled traces never call hooks). A C function that never returns (a pattern
+-- that backtracks forever) is out of its reach.
+
+M.call_deadline = 5 -- seconds one call of sidecar code may run
+
+local guard_depth, guard_t0, guard_limit, guard_what, guard_why = 0, 0, 0, nil, nil
+local core_C
+
+local guard_at -- where the guarded code was when the hook last looked
+
+local function guard_hook()
+  local info = debug.getinfo(2, "Sl")
+  guard_at = info and info.currentline and info.currentline > 0
+    and string.format(" at %s:%d", info.short_src, info.currentline) or guard_at
+  local why
+  if core_C.kl_sigint_pending() > 0 then why = "interrupted"
+  elseif core_C.kl_now() - guard_t0 > guard_limit then why = "deadline" end
+  if why then
+    guard_why = why
+    local at = guard_at or ""
+    debug.sethook()
+    if why == "interrupted" then error(string.format("interrupted (Ctrl-C) in %s%s", guard_what, at), 0) end
+    error(string.format("%s ran for more than %g s without returning%s (an endless loop?)", guard_what, guard_limit, at), 0)
+  end
+end
+
+-- Calls fn(...) under the deadline; returns pcall's results. `what` names the code
+-- ("the launch function of kernels/x.lua"). Nested calls share the outer deadline.
+function M.guarded_pcall(what, fn, ...)
+  if guard_depth > 0 then return pcall(fn, ...) end
+  core_C = core_C or require("kloop.core").C
+  if type(fn) == "function" then pcall(jit.off, fn, true) end
+  local hook, mask, count = debug.gethook()
+  guard_depth, guard_t0, guard_limit, guard_what, guard_why, guard_at = 1, core_C.kl_now(), M.call_deadline, what, nil, nil
+  debug.sethook(guard_hook, "", 1000)
+  local res = { pcall(fn, ...) }
+  debug.sethook()
+  guard_depth = 0
+  if type(hook) == "function" then debug.sethook(hook, mask, count) end
+  if not res[1] and guard_why == nil and core_C.kl_sigint_pending() > 0 then
+    -- the binding layer's own Ctrl-C hook got there first ("file:line: interrupted")
+    res[2] = string.format("interrupted (Ctrl-C) in %s%s", what, guard_at or "")
+  end
+  return unpack(res, 1, table.maxn(res))
+end
+
+-- A function of the sidecar wrapped so every call runs guarded; errors are re-raised
+-- with what was running. check(result) may refuse a result (returns nil, msg).
+local function guard(file, name, fn, check)
+  if type(fn) ~= "function" then return fn end
+  pcall(jit.off, fn, true)
+  local what = string.format("the %s function of %s", name, file)
+  return function(...)
+    local res = { M.guarded_pcall(what, fn, ...) }
+    if not res[1] then
+      local e = res[2]
+      if type(e) == "table" and e.message then e = e.message end
+      error(tostring(e), 0)
+    end
+    if check then
+      local ok, msg = check(res[2])
+      if not ok then error(what .. " " .. msg, 0) end
+    end
+    return unpack(res, 2, table.maxn(res))
+  end
+end
+M.guard = guard
+
+-- A launch function's result: one plan or a list of them, with known fields only.
+local function launch_result_ok(r)
+  if type(r) ~= "table" then return true end -- plan.normalize says what is wrong
+  local list = r.grid == nil and r.block == nil and #r > 0 and r or { r }
+  for i, l in ipairs(list) do
+    if type(l) == "table" then
+      for k in pairs(l) do
+        if type(k) ~= "string" or not ({ grid = 1, block = 1, smem = 1, entry = 1 })[k] then
+          local near = type(k) == "string" and M.closest(k, M.FIELDS.launch)
+          return nil, string.format("the plan%s has an unknown field '%s'%s (fields: grid, block, smem, entry)",
+            #list > 1 and (" of kernel " .. i) or "", tostring(k), near and ("; did you mean '" .. near .. "'?") or "")
+        end
+      end
+    end
+  end
+  return true
+end
+M.launch_result_ok = launch_result_ok
+
 -- Normalizes a C type: "const float * __restrict__" -> "const float*".
 function M.normalize_ctype(t)
   t = t:gsub("__restrict__", ""):gsub("__restrict", ""):gsub("restrict", "")
@@ -156,10 +359,14 @@ function M.load(target)
   local env = sandbox_env()
   env.kloop = { task = function(t) return t end }
   setfenv(chunk, env)
-  local ok, t = pcall(chunk)
+  -- interpreted (with every function it defines), so the deadline hook sees it run
+  jit.off(chunk, true)
+  local ok, t = M.guarded_pcall("the sidecar's top level", chunk)
   if not ok then
     if type(t) == "table" and t.message then return nil, t.message end
-    return nil, lua_path .. ": " .. tostring(t)
+    t = tostring(t)
+    if t:find(lua_path, 1, true) == 1 then return nil, t end
+    return nil, lua_path .. ": " .. t
   end
   if type(t) ~= "table" then
     return nil, lua_path .. ": the sidecar must return kloop.task { ... } (it returned " .. type(t) .. ")"
@@ -176,9 +383,12 @@ end
 function M.check(t, file, cu_path)
   local dir = util.dirname(file)
   local task = { file = file, dir = dir }
+  -- a misspelt field is refused before anything else, so it is never read as missing
+  known_fields(file, "", t, M.FIELDS.task)
   check_type(file, "name", t.name, "string", 'add name = "sgemm"')
   check_type(file, "entry", t.entry, "string", 'add entry = "the __global__ function name"')
   task.name, task.entry = t.name, t.entry
+  if t.kernel ~= nil then want(file, "kernel", t.kernel, "string", 'kernel = "name.cu" (relative to the sidecar)') end
   task.kernel = t.kernel and (dir .. "/" .. t.kernel) or cu_path or file:gsub("%.lua$", ".cu")
   local src = util.read_file(task.kernel)
   if not src then fail(file, "kernel", "cannot read " .. task.kernel, "put the kernel next to the sidecar") end
@@ -187,27 +397,53 @@ function M.check(t, file, cu_path)
 
   -- sizes
   check_type(file, "sizes", t.sizes, "table", "add sizes = { bench = {...}, check = {{...}, ...} }")
+  known_fields(file, "sizes", t.sizes, M.FIELDS.sizes)
   check_type(file, "sizes.bench", t.sizes.bench, "table", "add the benchmark size, e.g. bench = {N = 1<<24}")
   check_type(file, "sizes.check", t.sizes.check, "table", "add a list of check sizes")
-  if #t.sizes.check < 1 then fail(file, "sizes.check", "needs at least one check size") end
+  if #t.sizes.check < 1 then fail(file, "sizes.check", "needs at least one check size", "check = { {N = 1000}, {N = 1} }") end
+  local function check_list(v, field, fix)
+    for _, k in ipairs(sorted_any(v)) do
+      if type(k) ~= "number" or k < 1 or k > #v or k ~= math.floor(k) then
+        fail(file, field, string.format("must be a list, but has the entry [%s] = %s", type(k) == "string"
+          and string.format("%q", k) or tostring(k), describe(v[k])), fix)
+      end
+    end
+  end
+  check_list(t.sizes.check, "sizes.check", "list the sizes: check = { {N = 1000}, {N = 1} }")
   local names = util.sorted_keys(t.sizes.bench)
   local function check_size(s, field)
     check_type(file, field, s, "table")
-    for _, k in ipairs(names) do
-      if type(s[k]) ~= "number" or s[k] < 0 or s[k] ~= math.floor(s[k]) then
-        fail(file, field .. "." .. k, "must be a non-negative integer (every size names the same keys as bench)")
+    for _, k in ipairs(sorted_any(s)) do
+      if t.sizes.bench[k] == nil then
+        local near = type(k) == "string" and M.closest(k, names)
+        fail(file, field .. "." .. tostring(k), "is not a key of sizes.bench" .. (near and ("; did you mean '" .. near .. "'?") or ""),
+          near and ("rename it " .. near) or ("use the keys of bench: " .. table.concat(names, ", ")))
       end
     end
-    for k in pairs(s) do
-      if t.sizes.bench[k] == nil then fail(file, field .. "." .. k, "is not a key of sizes.bench") end
+    for _, k in ipairs(names) do
+      if type(s[k]) ~= "number" or s[k] < 0 or s[k] ~= math.floor(s[k]) then
+        fail(file, field .. "." .. k, "must be a non-negative integer (every size names the same keys as bench), not "
+          .. describe(s[k]))
+      end
+    end
+  end
+  for _, k in ipairs(sorted_any(t.sizes.bench)) do
+    if type(k) ~= "string" or not k:match("^[%a_][%w_]*$") then
+      fail(file, "sizes.bench", "size names are identifiers, not " .. describe(k), "bench = {N = 1048576}")
     end
   end
   check_size(t.sizes.bench, "sizes.bench")
   for i, s in ipairs(t.sizes.check) do check_size(s, "sizes.check[" .. i .. "]") end
+  if t.sizes.hidden ~= nil then
+    check_type(file, "sizes.hidden", t.sizes.hidden, "table", "a list of sizes, like check")
+    check_list(t.sizes.hidden, "sizes.hidden", "a list of sizes, like check")
+    for i, s in ipairs(t.sizes.hidden) do check_size(s, "sizes.hidden[" .. i .. "]") end
+  end
   task.sizes = { bench = t.sizes.bench, check = t.sizes.check, hidden = t.sizes.hidden }
 
   -- arguments, checked against the kernel's parameter list
   check_type(file, "args", t.args, "table", 'list the arguments: args = { {"N", "int"}, {"x", "const float*", size = "N"} }')
+  check_list(t.args, "args", 'one {name, type, ...} per parameter, in order: args = { {"N", "int"}, ... }')
   local params, perr = M.kernel_params(src, task.entry, task.backend == "host")
   if not params then
     fail(file, "entry", perr .. " in " .. task.kernel,
@@ -224,8 +460,12 @@ function M.check(t, file, cu_path)
   for i, a in ipairs(t.args) do
     local field = "args[" .. i .. "]"
     check_type(file, field, a, "table")
+    known_fields(file, field, a, M.FIELDS.arg, 2)
     check_type(file, field .. "[1] (name)", a[1], "string")
     check_type(file, field .. "[2] (type)", a[2], "string")
+    for _, flag in ipairs({ "output", "inout" }) do
+      if a[flag] ~= nil then want(file, field .. "." .. flag, a[flag], "boolean", flag .. " = true") end
+    end
     local ct = M.parse_ctype(a[2])
     if not ct.dtype then
       fail(file, field, "unknown type '" .. a[2] .. "'", "use one of float, double, half, __nv_bfloat16, int, unsigned, int64_t, uint8_t (or pointers to them)")
@@ -237,7 +477,11 @@ function M.check(t, file, cu_path)
     local arg = { name = a[1], ctype = ct.ctype, dtype = ct.dtype, pointer = ct.pointer }
     if ct.pointer then
       if a.size == nil then fail(file, field .. ".size", "a buffer needs a size (elements)", 'add size = "N"') end
-      arg.size = a.size
+      want(file, field .. ".size", a.size, { "string", "number", "function" }, 'size = "N" (an expression, a number or a function)')
+      if a.value ~= nil then
+        fail(file, field .. ".value", "a buffer has no value (value is for scalars)", "remove it; init says how a buffer is filled")
+      end
+      arg.size = guard(file, field .. ".size", a.size)
       if ct.const then
         arg.role = "input"
         if a.output or a.inout then fail(file, field, "a const pointer cannot be an output", "drop const or the flag") end
@@ -250,9 +494,18 @@ function M.check(t, file, cu_path)
       else
         fail(file, field, "non-const buffer without a role", "add output = true (or inout = true), or make it const")
       end
+      if arg.role == "output" and a.init ~= nil then
+        fail(file, field .. ".init", "an output buffer is not filled (kloop poisons it before every launch)",
+          "remove init, or make it inout = true")
+      end
       if arg.role ~= "output" then
         local init = a.init or "uniform(-1,1)"
+        want(file, field .. ".init", init, { "string", "table" }, 'init = "uniform(-1,1)" or a list of them')
         local inits = type(init) == "table" and init or { init }
+        if type(init) == "table" then
+          check_list(init, field .. ".init", 'init = {"uniform(-1,1)", "normal(0,1)"}')
+          if #init == 0 then fail(file, field .. ".init", "the list is empty", 'init = {"uniform(-1,1)"}') end
+        end
         arg.dists = {}
         for j, s in ipairs(inits) do
           local d = M.parse_dist(s)
@@ -265,8 +518,15 @@ function M.check(t, file, cu_path)
         if #arg.dists == 1 then arg.dists[2] = M.second_dist(arg.dists[1]) end
       end
     else
+      for _, k in ipairs({ "size", "init", "output", "inout" }) do
+        if a[k] ~= nil then
+          fail(file, field .. "." .. k, string.format("scalar '%s' is not a buffer, so it takes no %s", a[1], k),
+            'remove it (a scalar is the size of the same name, or value = "expression")')
+        end
+      end
       if a.value ~= nil then
-        arg.value = a.value
+        want(file, field .. ".value", a.value, { "string", "number", "function" }, 'value = "N / 2" (an expression, a number or a function)')
+        arg.value = guard(file, field .. ".value", a.value)
       elseif t.sizes.bench[a[1]] == nil then
         fail(file, field, "scalar '" .. a[1] .. "' is not a size name and has no value",
           'name it after a key of sizes, or add value = "expression"')
@@ -281,18 +541,32 @@ function M.check(t, file, cu_path)
     -- a host kernel is one call: the plan only names the entry
     t.launch = { grid = { 1 }, block = { 1 } }
   end
-  if type(t.launch) ~= "function" and type(t.launch) ~= "table" then
+  if t.launch == nil then
     fail(file, "launch", "missing launch plan", "add launch = function(s) return {grid = {...}, block = {...}} end")
   end
-  task.launch = t.launch
+  want(file, "launch", t.launch, { "function", "table" }, "launch = function(s) return {grid = {...}, block = {...}} end")
+  if type(t.launch) == "table" then
+    local lok, lerr = launch_result_ok(t.launch)
+    if not lok then fail(file, "launch", lerr) end
+  end
+  task.launch = guard(file, "launch", t.launch, launch_result_ok)
 
   -- reference
   local ref = t.reference
   if ref == nil or ref == "baseline" then
     task.reference = { baseline = true }
   elseif type(ref) == "table" then
+    known_fields(file, "reference", ref, M.FIELDS.reference)
     check_type(file, "reference.source", ref.source, "string", 'reference = {source = "gemm_ref.cu", entry = "gemm_ref"}')
     check_type(file, "reference.entry", ref.entry, "string")
+    if ref.precision ~= nil then one_of(file, "reference.precision", ref.precision, M.PRECISIONS, 'precision = "f64"') end
+    if ref.launch ~= nil then
+      want(file, "reference.launch", ref.launch, { "function", "table" }, "launch = function(s) return {grid = {...}, block = {...}} end")
+      if type(ref.launch) == "table" then
+        local lok, lerr = launch_result_ok(ref.launch)
+        if not lok then fail(file, "reference.launch", lerr) end
+      end
+    end
     local rpath = dir .. "/" .. ref.source
     local rsrc = util.read_file(rpath)
     if not rsrc then fail(file, "reference.source", "cannot read " .. rpath) end
@@ -315,14 +589,23 @@ function M.check(t, file, cu_path)
       end
     end
     task.reference = { source = rsrc, path = rpath, entry = ref.entry, precision = out_dtype,
-      launch = ref.launch or t.launch }
+      launch = ref.launch and guard(file, "reference.launch", ref.launch, launch_result_ok) or task.launch }
   else
-    fail(file, "reference", "must be a table or \"baseline\"", 'reference = {source = "x_ref.cu", entry = "x_ref"}')
+    fail(file, "reference", "must be a table or \"baseline\", not " .. describe(ref), 'reference = {source = "x_ref.cu", entry = "x_ref"}')
   end
 
   -- tolerance: tighten only; defaults documented in docs/TASKS.md
   local tol = t.tolerance or {}
-  check_type(file, "tolerance", tol, "table")
+  check_type(file, "tolerance", tol, "table", "tolerance = { rel = 1e-5 }")
+  known_fields(file, "tolerance", tol, M.FIELDS.tolerance)
+  if tol.rel ~= nil then want(file, "tolerance.rel", tol.rel, "number", "rel = 1e-5") end
+  if tol.max_abs ~= nil then
+    want(file, "tolerance.max_abs", tol.max_abs, "number", "max_abs = 1e-3")
+    if not (tol.max_abs > 0) then fail(file, "tolerance.max_abs", "must be above 0, not " .. tostring(tol.max_abs)) end
+  end
+  if tol.deterministic ~= nil then
+    one_of(file, "tolerance.deterministic", tol.deterministic, { "exact", "tolerance" }, 'deterministic = "exact"')
+  end
   task.tolerance = {
     rel = tol.rel or 1e-5,          -- relative L2 norm of the error
     max_abs = tol.max_abs,          -- absolute bound per element (default: scaled, see verify)
@@ -336,24 +619,80 @@ function M.check(t, file, cu_path)
   if type(t.cost) ~= "function" then
     fail(file, "cost", "missing cost model", "add cost = function(s) return {flops = ..., bytes = ...} end")
   end
-  task.cost = t.cost
-  local okc, c = pcall(t.cost, t.sizes.bench)
-  if not okc or type(c) ~= "table" or type(c.flops) ~= "number" or type(c.bytes) ~= "number" then
-    fail(file, "cost", "cost(sizes.bench) must return {flops = number, bytes = number}: " .. tostring(c))
+  local function cost_result_ok(c)
+    if type(c) ~= "table" then return nil, "must return {flops = number, bytes = number}, not " .. describe(c) end
+    for _, k in ipairs(sorted_any(c)) do
+      if type(k) ~= "string" or not ({ flops = 1, bytes = 1, unit = 1 })[k] then
+        local near = type(k) == "string" and M.closest(k, M.FIELDS.cost)
+        return nil, string.format("returned an unknown field '%s'%s (fields: flops, bytes, unit)", tostring(k),
+          near and ("; did you mean '" .. near .. "'?") or "")
+      end
+    end
+    for _, k in ipairs({ "flops", "bytes" }) do
+      if type(c[k]) ~= "number" or c[k] ~= c[k] or c[k] < 0 then
+        return nil, string.format("%s must be a non-negative number, not %s", k, describe(c[k]))
+      end
+    end
+    return true
   end
+  task.cost = guard(file, "cost", t.cost, cost_result_ok)
+  local function cost_at(size, label)
+    local okc, c = M.guarded_pcall(string.format("the cost function of %s", file), t.cost, size)
+    if not okc then fail(file, "cost", string.format("cost(sizes.%s) failed: %s", label, tostring(c))) end
+    local okr, rerr = cost_result_ok(c)
+    if not okr then
+      fail(file, "cost", string.format("cost(sizes.%s) %s", label, rerr), "return {flops = ..., bytes = ...}")
+    end
+    return c
+  end
+  local c = cost_at(t.sizes.bench, "bench")
+  if t.unit ~= nil then one_of(file, "unit", t.unit, M.UNITS, 'unit = "fp32"') end
+  if c.unit ~= nil then one_of(file, "cost().unit", c.unit, M.UNITS, 'unit = "fp32"') end
   task.unit = t.unit or c.unit or "fp32"
 
   -- tunable parameters (passed as -D defines); only those the kernel uses
   task.params = t.params or {}
   if t.constraint ~= nil and type(t.constraint) ~= "function" then
-    fail(file, "constraint", "must be a function(point) returning true for valid parameter points")
+    fail(file, "constraint", "must be a function(point) returning true for valid parameter points, not " .. describe(t.constraint))
   end
-  task.constraint = t.constraint
-  check_type(file, "params", task.params, "table")
-  for k, v in pairs(task.params) do
-    if type(k) ~= "string" or not k:match("^[%a_][%w_]*$") then fail(file, "params", "bad parameter name " .. tostring(k)) end
-    if type(v) ~= "table" or #v == 0 then fail(file, "params." .. k, "must list its values, e.g. {16, 32, 64}") end
-    if not src:find(k, 1, true) then fail(file, "params." .. k, "the kernel never uses " .. k, "remove it") end
+  task.constraint = guard(file, "constraint", t.constraint)
+  check_type(file, "params", task.params, "table", "params = {TILE = {16, 32, 64}}")
+  local idents
+  for _, k in ipairs(sorted_any(task.params)) do
+    local v = task.params[k]
+    if type(k) ~= "string" or not k:match("^[%a_][%w_]*$") then
+      fail(file, "params", "bad parameter name " .. describe(k), "params = {TILE = {16, 32, 64}}")
+    end
+    if type(v) ~= "table" or #v == 0 then fail(file, "params." .. k, "must list its values, e.g. {16, 32, 64}, not " .. describe(v)) end
+    check_list(v, "params." .. k, "params = {" .. k .. " = {16, 32, 64}}")
+    for i, x in ipairs(v) do
+      if type(x) ~= "number" and type(x) ~= "string" then
+        fail(file, string.format("params.%s[%d]", k, i), "a value is a number or a string (passed as -D" .. k .. "=value), not "
+          .. describe(x))
+      end
+    end
+    if not src:find(k, 1, true) then
+      if not idents then
+        idents = {}
+        local seen = {}
+        for w in src:gsub("//[^\n]*", ""):gmatch("[%a_][%w_]*") do
+          if not seen[w] and w:match("%u") and #w > 1 then seen[w] = true idents[#idents + 1] = w end
+        end
+      end
+      local near = M.closest(k, idents)
+      fail(file, "params." .. k, "the kernel never uses " .. k .. (near and ("; did you mean '" .. near .. "'?") or ""),
+        near and ("rename it " .. near) or "remove it")
+    end
+  end
+  if t.options ~= nil then
+    check_type(file, "options", t.options, "table", 'options = {"--use_fast_math"}')
+    check_list(t.options, "options", 'options = {"--use_fast_math"}')
+    local checker = require(task.backend == "host" and "kloop.compile_host" or "kloop.compile")
+    for i, o in ipairs(t.options) do
+      want(file, "options[" .. i .. "]", o, "string", 'options = {"--use_fast_math"}')
+      local ok, oerr = checker.check_option(o)
+      if not ok then fail(file, "options[" .. i .. "]", oerr, "see docs/TASKS.md, options") end
+    end
   end
   task.options = t.options or {}
   -- profiler metrics the task wants besides the defaults (docs/PROFILING.md)
@@ -377,12 +716,14 @@ function M.check(t, file, cu_path)
   task.deadline_factor = positive("deadline_factor", t.deadline_factor, "a number >= 1", "deadline_factor = 4", false, 1)
   task.device_heap = positive("device_heap", t.device_heap, "a whole number of bytes", "device_heap = 8 * 2^20", true)
   task.static_data = positive("static_data", t.static_data, "a whole number of bytes", "static_data = 16 * 2^20", true)
+  if t.flush_cache ~= nil then want(file, "flush_cache", t.flush_cache, "boolean", "flush_cache = true") end
   task.flush_cache = t.flush_cache
   if task.flush_cache == nil then task.flush_cache = task.backend == "cuda" end
   -- every size and launch plan must evaluate now, not halfway through a run
   for _, case in ipairs(M.cases(task)) do
     plan.for_task(task, case.size, file)
     M.concrete_args(task, case.size)
+    if not case.bench then cost_at(case.size, case.label:gsub("^check(%d+)", "check[%1]")) end
   end
   return task
 end

@@ -11,6 +11,14 @@ kloop doctor: one line per component; exit 0 when the CPU paths work.
   LLM
   database
 
+NVRTC and CUPTI say what works, not what opens: a test kernel compiled (which needs
+libnvrtc-builtins), the Profiler Host API initialised (which needs libnvperf_host):
+
+  $ grep -cE '^ok +NVRTC +[0-9]+\.[0-9]+ \(/.*\): compiled a test kernel for sm_[0-9]+a?$|^missing +NVRTC' out.txt
+  1
+  $ grep -cE '^ok +CUPTI +/.*: Profiler Host API ok \([0-9]+ pass|^missing +CUPTI' out.txt
+  1
+
 An unwritable database folder is a missing CPU component: exit 1, with the fix.
 
   $ kloop doctor --db /proc/nonexistent/kloop.db | grep -A1 database

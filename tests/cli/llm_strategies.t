@@ -31,18 +31,21 @@ Every call is in the store with its tokens, and every candidate with its provena
   llm|1|1|1
 
 greedy expands the best; a failed proposal (the mock's default reply holds no sgemm)
-is counted, not fatal:
+is counted, not fatal, until the strategy has nothing left to propose because every
+proposal fails: then the run is failed, not done, and says why:
 
   $ ladder
-  $ kloop greedy "$T" --pipeline=false --budget 4 --batch 2 --model mock-coder --llm-url $URL --timing-budget 0.1 --seed 2 --no-cache --time 20 | grep -cE 'proposal without a kernel'
+  $ kloop greedy "$T" --pipeline=false --budget 4 --batch 2 --model mock-coder --llm-url $URL --timing-budget 0.1 --seed 2 --no-cache --time 20 2> greedy.err | grep -cE 'proposal without a kernel'
   [1-9] (re)
+  $ cut -c1-56 greedy.err
+  kloop: no proposal could be had: the last [0-9]+ proposals fa (re)
   $ kloop runs --json | python3 -c "import json,sys; r=[x for x in json.load(sys.stdin) if x['id'] == 2][0]; print(r['status'], r['n_ok'] >= 3)"
-  done True
+  failed True
 
 bandit chooses among arms (templates x models) and reports them:
 
   $ ladder
-  $ kloop bandit "$T" --budget 3 --model mock-a,mock-b --llm-url $URL --timing-budget 0.1 --seed 3 --no-cache | grep -E '^arm' | sed 's/ *pulls.*//'
+  $ kloop bandit "$T" --budget 3 --model mock-a,mock-b --llm-url $URL --timing-budget 0.1 --seed 3 --no-cache 2>/dev/null | grep -E '^arm' | sed 's/ *pulls.*//'
   arm optimize@mock-a
   arm optimize@mock-b
 

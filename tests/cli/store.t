@@ -171,5 +171,5 @@ Bad input: a clear message and a non-zero exit, never a traceback:
   exit 2
   $ cp fx.db newer.db && "$KLOOP" -e 'local s = require("kloop.store") local db = assert(s.open("newer.db")) assert(db:exec("PRAGMA user_version = 9")) db:close()'
   $ kloop runs --db newer.db; echo "exit $?"
-  kloop runs: newer.db: schema version 9 is newer than this kloop understands (it knows up to 1); use a newer kloop
+  kloop runs: newer.db: schema version 9 is newer than this kloop understands (it knows up to *); use a newer kloop (glob)
   exit 1

@@ -30,10 +30,21 @@ A step (every field optional):
   usage           {"in": n, "out": n} token counts to report
   finish          finish_reason / stop_reason (default stop / end_turn)
   body            a raw body string sent as is with the status
+  auth            401 with an invalid_api_key error body (a rejected key)
+  code_file       the reply wraps this file's text in a ```c fence (host tasks)
+  pad_mb          prose of this many MB before the code (a huge reply)
+  non_utf8        raw bytes that are not UTF-8 in the prose and in a comment of the code
+  stall_s         send the status line and headers, then stall this long before the body
+  reject_param    a 400 naming this parameter when the request sends it (as OpenAI
+                  does for max_tokens / temperature on reasoning models)
+
+As a client (tests/cli transcripts): server.py --control PORT PATH [JSON] POSTs JSON to
+http://127.0.0.1:PORT/PATH and prints the answer.
 """
 import argparse
 import json
 import os
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -139,6 +150,15 @@ class Handler(BaseHTTPRequestHandler):
         if "retry_after_ms" in step:
             headers["retry-after-ms"] = step["retry_after_ms"]
         headers["x-request-id"] = "req-%d" % n
+        if step.get("auth"):
+            return self.send_json(401, {"error": {"type": "invalid_request_error", "code": "invalid_api_key",
+                                                  "message": "Incorrect API key provided."}}, headers)
+        param = step.get("reject_param")
+        if param and param in req:
+            msg = ("Unsupported parameter: '%s' is not supported with this model." % param if param != "temperature"
+                   else "Unsupported value: 'temperature' does not support %s with this model. Only the default (1) value is supported." % req[param])
+            return self.send_json(400, {"error": {"type": "invalid_request_error", "param": param,
+                                                  "code": "unsupported_parameter", "message": msg}}, headers)
         if step.get("quota"):
             return self.send_json(429, {"error": {"type": "insufficient_quota", "code": "insufficient_quota",
                                                   "message": "You exceeded your current quota, please check your plan and billing details."}}, headers)
@@ -150,6 +170,17 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(status, {"error": {"type": kind, "message": "mock error %d" % status}}, headers)
         model = req.get("model", "?")
         text = step.get("text", default_text(n, model))
+        if step.get("code_file"):
+            with open(step["code_file"]) as f:
+                code = f.read()
+            if step.get("non_utf8"):
+                code = "/* \udcff\udcfe odd bytes */\n" + code
+            text = "Here is a faster version.\n\n```c\n" + code + "```\n"
+        if step.get("non_utf8"):
+            text = "Bytes that are not UTF-8: \udcff\udcfe\udc80.\n" + text
+        if step.get("pad_mb"):
+            line = "Some thoughts about the kernel, repeated to make a long reply.\n"
+            text = line * int(float(step["pad_mb"]) * 1048576 / len(line)) + text
         usage = step.get("usage") or {"in": max(1, len(raw) // 4), "out": max(1, len(text) // 4)}
         if api == "openai":
             msg = {"role": "assistant", "content": None if step.get("no_content") else text}
@@ -163,9 +194,22 @@ class Handler(BaseHTTPRequestHandler):
             obj = {"id": "msg_%d" % n, "type": "message", "role": "assistant", "model": model, "content": content,
                    "stop_reason": step.get("finish", "end_turn"),
                    "usage": {"input_tokens": usage["in"], "output_tokens": usage["out"]}}
-        data = json.dumps(obj).encode()
+        # ensure_ascii=False and surrogateescape: the odd bytes of non_utf8 go out raw
+        data = json.dumps(obj, ensure_ascii=False).encode("utf-8", "surrogateescape")
         if step.get("truncate"):
             data = data[: len(data) // 2]
+        if step.get("stall_s"):
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.flush()
+            time.sleep(float(step["stall_s"]))
+            try:
+                self.wfile.write(data)
+            except OSError:
+                pass
+            return
         self.send_json(200, data, headers)
 
 
@@ -184,7 +228,16 @@ def watchdog(server, parent_pid, max_seconds):
             return
 
 
+def control(port, path, body):
+    import urllib.request
+    req = urllib.request.Request("http://127.0.0.1:%s/%s" % (port, path.lstrip("/")), method="POST",
+                                 data=(body or "{}").encode(), headers={"Content-Type": "application/json"})
+    print(urllib.request.urlopen(req, timeout=10).read().decode())
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--control":
+        return control(sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else None)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--port-file", required=True)

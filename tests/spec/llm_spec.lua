@@ -368,7 +368,112 @@ describe("kloop.llm against the mock server", function()
   end)
 end)
 
+-- Issue 13: limits, capabilities, caps, UTF-8; each failed on the code before.
+describe("kloop.llm limits and provider rules", function()
+  local mock
+  setup(function() mock = assert(MOCK.start()) end)
+  teardown(function() if mock then mock:stop() end end)
+  before_each(function() mock:reset() end)
+  local function ep(extra)
+    return assert(llm.config(with(FAST, with({ env = {}, model = "m", llm_url = mock.openai_url }, extra))))[1]
+  end
+
+  it("ends an attempt whose reply does not start within timeout_s (first byte), then the call at its deadline", function()
+    local s = assert(llm.session({ no_cache = true }))
+    mock:script({ default = { delay_s = 5 } })
+    local t0 = core.now()
+    local h = s:complete(ep({ timeout_s = 0.3, deadline_s = 1.2 }), msgs("slow"))
+    assert.is_false(h.ok)
+    assert.are.equal("deadline", h.kind)
+    assert.is_true(core.now() - t0 < 3, "took " .. (core.now() - t0))
+    assert.is_true(h.attempts >= 2)
+  end)
+
+  it("ends a reply that stalls after its headers at idle_timeout_s", function()
+    local s = assert(llm.session({ no_cache = true }))
+    mock:script({ replies = { { stall_s = 5 } } })
+    local h = s:complete(ep({ idle_timeout_s = 0.3, max_retries = 1 }), msgs("stall"))
+    assert.is_true(h.ok, h.reason) -- the retry gets the echo
+    assert.are.equal(2, h.attempts)
+  end)
+
+  it("takes the limits from the environment and refuses bad values", function()
+    local e = assert(llm.config({ env = { KLOOP_LLM_TIMEOUT = "42", KLOOP_LLM_MAX_REPLY = "2M" }, model = "m", llm_url = mock.openai_url }))[1]
+    assert.are.equal(42, e.timeout_s)
+    assert.are.equal(2 * 1048576, e.max_reply_bytes)
+    local none, err = llm.config({ env = { KLOOP_LLM_IDLE_TIMEOUT = "-1" }, model = "m", llm_url = mock.openai_url })
+    assert.is_nil(none)
+    assert.matches("KLOOP_LLM_IDLE_TIMEOUT=-1", err, 1, true)
+  end)
+
+  it("caps the reply size: a longer one fails at once, kind too_large", function()
+    local s = assert(llm.session({ no_cache = true }))
+    mock:script({ default = { pad_mb = 1.5 } })
+    local h = s:complete(ep({}), msgs("big"))
+    assert.is_false(h.ok)
+    assert.are.equal("too_large", h.kind)
+    assert.are.equal(1, mock:stats().count)
+  end)
+
+  it("sends OpenAI reasoning models max_completion_tokens and no temperature; Anthropic max_tokens", function()
+    local body = cjson.decode((llm.build_request({ api = "openai", model = "o3-mini", unsupported = {} }, msgs("x"),
+      { temperature = 0.7, max_tokens = 100, seed = 1 })))
+    assert.is_nil(body.temperature)
+    assert.is_nil(body.max_tokens)
+    assert.are.equal(100, body.max_completion_tokens)
+    body = cjson.decode((llm.build_request({ api = "openai", model = "gpt-5-mini" }, msgs("x"), { temperature = 0.7 })))
+    assert.is_nil(body.temperature)
+    body = cjson.decode((llm.build_request({ api = "openai", model = "gpt-4o" }, msgs("x"), { temperature = 0.7, max_tokens = 5 })))
+    assert.are.equal(0.7, body.temperature)
+    assert.are.equal(5, body.max_tokens)
+    body = cjson.decode((llm.build_request({ api = "anthropic", model = "claude-sonnet-4-5", max_tokens = 8192 }, msgs("x"), { seed = 3 })))
+    assert.are.equal(8192, body.max_tokens)
+    assert.is_nil(body.seed)
+  end)
+
+  it("sends a request once more without a parameter the server refuses, and the endpoint remembers", function()
+    local s = assert(llm.session({ no_cache = true }))
+    local events = {}
+    s.log = function(e) events[#events + 1] = e end
+    mock:script({ default = { reject_param = "temperature" } })
+    local e = ep({})
+    local h = s:complete(e, msgs("p"), { temperature = 0.5 })
+    assert.is_true(h.ok, h.reason)
+    assert.are.equal(2, h.attempts)
+    assert.are.same({ "temperature" }, h.dropped_params)
+    assert.is_true(e.unsupported.temperature)
+    local h2 = s:complete(e, msgs("p2"), { temperature = 0.5 })
+    assert.are.equal(1, h2.attempts)
+    assert.are.equal(3, mock:stats().count)
+    local retried = false
+    for _, ev in ipairs(events) do if ev.event == "llm_retry" and ev.why:find("without 'temperature'", 1, true) then retried = true end end
+    assert.is_true(retried)
+  end)
+
+  it("turns bytes that are not UTF-8 into U+FFFD", function()
+    local s = assert(llm.session({ no_cache = true }))
+    mock:script({ default = { non_utf8 = true, text = "ok" } })
+    local h = s:complete(ep({}), msgs("u"))
+    assert.is_true(h.ok, h.reason)
+    assert.truthy(h.text:find("\239\191\189", 1, true))
+    assert.are.equal(3, h.bad_bytes)
+    assert.are.equal("a\239\191\189b", (llm.fix_utf8("a\255b")))
+    assert.are.equal("\226\130\172", (llm.fix_utf8("\226\130\172")))
+  end)
+end)
+
 describe("kloop.llm and child processes", function()
+  it("the C compiler's --version probe runs with a filtered environment", function()
+    local tmp = os.tmpname()
+    util.write_file(tmp .. ".sh", "#!/bin/sh\necho \"fakecc $(env | grep -c PLANTED)\"\n")
+    os.execute("chmod +x " .. tmp .. ".sh")
+    local cmd = string.format("PLANTED_TOKEN=%s OPENAI_API_KEY=%s CC=%s %s -e %s 2>&1", KEY, KEY, tmp .. ".sh",
+      util.shell_quote(core.exe_path()), util.shell_quote('print(require("kloop.compile_host").cc_version())'))
+    local out = util.capture(cmd)
+    os.remove(tmp .. ".sh")
+    assert.are.equal("fakecc 0", (out:gsub("%s+$", "")))
+  end)
+
   it("a worker spawned by kloop never sees the API keys", function()
     local native = require("kloop.native")
     local exe = core.exe_path()

@@ -160,3 +160,131 @@ describe("kloop.plan.from_source", function()
     assert.matches("os", err)
   end)
 end)
+
+-- Issue 13: misspelt or mistyped fields used to be ignored (verdict ok, setting lost),
+-- and an endless loop in a sidecar ignored Ctrl-C.
+describe("kloop.task strictness", function()
+  local REF = [[
+extern "C" __global__ void scale_ref(int N, const float *x, double *y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < N) y[i] = 2.0 * x[i];
+}
+]]
+  local function with_ref(sidecar)
+    local cu, lua = write_task(sidecar)
+    local f = assert(io.open(cu:gsub("scale%.cu$", "scale_ref.cu"), "w"))
+    f:write(REF)
+    f:close()
+    return cu, lua
+  end
+  local function top(field) return variant("  cost =", "  " .. field .. ",\n  cost =") end
+
+  it("refuses unknown top-level fields with the closest known one", function()
+    refused(top("tolerence = { rel = 1e-3 }"), "tolerence", "did you mean 'tolerance'?")
+    refused(top("flush_cahce = false"), "flush_cahce", "did you mean 'flush_cache'?")
+    refused(top("deadlien = 60"), "deadlien", "rename it deadline")
+    local err = refused(top("colour = 1"), "colour", "remove it")
+    assert.matches("known here: name, entry", err, 1, true)
+    refused(variant("return kloop.task {", 'return kloop.task { "scale",'), "the task table", "unexpected entry [1]")
+  end)
+
+  it("refuses unknown fields inside tolerance, reference, sizes and args", function()
+    refused(top("tolerance = { rel = 1e-5, maxabs = 1e-3 }"), "tolerance.maxabs", "did you mean 'max_abs'?")
+    local cu = with_ref(top('reference = { source = "scale_ref.cu", entry = "scale_ref", precison = "f64" }'))
+    local t, err = taskmod.load(cu)
+    assert.is_nil(t)
+    assert.matches("reference.precison: unknown field 'precison'; did you mean 'precision'?", err, 1, true)
+    -- the same reference, spelt right, loads
+    assert(taskmod.load(with_ref(top('reference = { source = "scale_ref.cu", entry = "scale_ref", precision = "f64" }'))))
+    refused(variant("check = {{N = 1000}, {N = 1}}", "check = {{N = 1000}, {N = 1}}, hiden = {{N = 5}}"),
+      "sizes.hiden", "did you mean 'hidden'?")
+    refused(variant('size = "N"}', 'size = "N", int = "uniform(0,1)"}'), "args[2].int", "did you mean 'init'?")
+    refused(variant('{"N", "int"}', '{"N", "int", "extra"}'), "args[1]", "unexpected entry [3]")
+    refused(variant("{N = 1000}", "{n = 1000}"), "sizes.check[1]", "did you mean 'N'?")
+  end)
+
+  it("refuses a value of the wrong type everywhere", function()
+    refused(top('deadline = "60"'), "deadline", 'the string "60"')
+    refused(top('tolerance = { rel = "1e-5" }'), "tolerance.rel", 'expected number, got the string "1e-5"')
+    refused(top('tolerance = { max_abs = "0.1" }'), "tolerance.max_abs", "expected number")
+    refused(top('tolerance = { deterministic = "exakt" }'), "tolerance.deterministic", "did you mean 'exact'?")
+    refused(top('flush_cache = "yes"'), "flush_cache", "expected boolean")
+    refused(top('unit = "fp23"'), "unit", "did you mean 'fp32'?")
+    refused(top('options = "--use_fast_math"'), "options", "expected a table")
+    refused(top('options = { "-rdc=true" }'), "options[1]", "not allowed")
+    refused(variant("output = true", "output = 1"), "args[3].output", "expected boolean, got the number 1")
+    refused(variant('{"N", "int"}', '{"N", "int", size = "N"}'), "args[1].size", "is not a buffer")
+    refused(variant('size = "N"}', "size = {}}"), "args[2].size", "expected string or number or function")
+    refused(variant('size = "N"}', 'size = "N", init = 5}'), "args[2].init", "expected string or table")
+    refused(variant('{"N", "int"}', '{"N", "int", value = true}'), "args[1].value", "expected string or number")
+    refused(variant("{N = 1000}", '{N = "1000"}'), "sizes.check[1].N", 'not the string "1000"')
+    refused(variant("block = {256}}", "block = {256}, shmem = 0}"), "launch", "did you mean 'smem'?")
+    refused(variant("flops = s.N,", "flop = s.N,"), "cost", "did you mean 'flops'?")
+    refused(variant("flops = s.N,", 'flops = "many",'), "cost", "flops must be a non-negative number")
+  end)
+
+  it("suggests the kernel's own name for a misspelt parameter", function()
+    local kernel = "#ifndef BLOCK\n#define BLOCK 256\n#endif\n" .. KERNEL
+    refused(top("params = { BLCOK = {128, 256} }"), "params.BLCOK", "did you mean 'BLOCK'?", kernel)
+    refused(top("params = { BLOCK = {128, {}} }"), "params.BLOCK[2]", "a number or a string", kernel)
+    local cu = write_task(top("params = { BLOCK = {128, 256} }"), kernel)
+    assert(taskmod.load(cu))
+  end)
+
+  describe("runs sidecar code under a deadline", function()
+    local saved
+    before_each(function() saved = taskmod.call_deadline taskmod.call_deadline = 0.3 end)
+    after_each(function() taskmod.call_deadline = saved end)
+
+    local function stops(sidecar, what)
+      local cu, lua = write_task(sidecar)
+      local t0 = require("kloop.core").C.kl_now()
+      local t, err = taskmod.load(cu)
+      local dt = require("kloop.core").C.kl_now() - t0
+      assert.is_nil(t)
+      assert.is_true(dt < 5, "took " .. dt .. " s")
+      assert.matches(lua, err, 1, true)
+      assert.matches(what, err, 1, true)
+      assert.matches("ran for more than 0.3 s without returning", err, 1, true)
+      return err
+    end
+
+    it("an endless loop at the sidecar's top level", function()
+      local err = stops("while true do end\n" .. GOOD, "the sidecar's top level")
+      assert.matches(":1 (an endless loop?)", err, 1, true)
+    end)
+
+    it("an endless loop in the launch function", function()
+      stops(variant("launch = function(s) return", "launch = function(s) while s do end return"), "the launch function")
+    end)
+
+    it("an endless loop in the cost function", function()
+      stops(variant("cost = function(s) return", "cost = function(s) local n = 0 while true do n = n + 1 end return"),
+        "the cost function")
+    end)
+
+    it("an endless loop in a size function, and in a constraint when the tuner calls it", function()
+      stops(variant('size = "N"}', 'size = function(s) repeat until false end}'), "the args[2].size function")
+      local cu = write_task(top("constraint = function(p) while true do end end"))
+      local t = assert(taskmod.load(cu))
+      local ok, err = pcall(t.constraint, {})
+      assert.is_false(ok)
+      assert.matches("the constraint function of", err, 1, true)
+    end)
+  end)
+
+  it("stops an endless sidecar at Ctrl-C, naming the file and the function", function()
+    local util = require("kloop.util")
+    local core = require("kloop.core")
+    local cu, lua = write_task("local n = 0\nwhile true do n = n + 1 end\n" .. GOOD)
+    local cmd = string.format("timeout --preserve-status -s INT -k 5 1 %s check %s 2>&1; echo rc=$?",
+      util.shell_quote(core.exe_path()), util.shell_quote(cu))
+    local t0 = core.C.kl_now()
+    local p = io.popen(cmd)
+    local out = p:read("*a")
+    p:close()
+    assert.is_true(core.C.kl_now() - t0 < 5, out)
+    assert.matches("interrupted (Ctrl-C) in the sidecar's top level at " .. lua .. ":2", out, 1, true)
+    assert.matches("rc=1", out, 1, true)
+  end)
+end)
