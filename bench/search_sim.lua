@@ -2,7 +2,7 @@
 -- landscapes (no GPU): for each space, budget max(10% of the valid points, 16), many
 -- seeds, how often the best found is within 2% of the exhaustive optimum.
 -- usage: kloop bench/search_sim.lua [--seeds N] [--methods model,random,anneal] [--batch B]
---        [--only NAME] [--json FILE]
+--        [--only NAME] [--budgets 16,44,89] [--json FILE]
 -- The strategy's hooks (strategies/tune.lua) run exactly as the driver calls them:
 -- init, then propose / evaluate each / on_result until the budget is spent; an
 -- evaluation is a look-up in the landscape (a point it lacks is a failed candidate).
@@ -11,7 +11,7 @@ local tune = require("kloop.tune")
 local util = require("kloop.util")
 local cjson = require("cjson")
 
-local seeds, methods, batch, only, json_out = 20, { "model", "random", "anneal" }, 4, nil, nil
+local seeds, methods, batch, only, json_out, budgets = 20, { "model", "random", "anneal" }, 4, nil, nil, nil
 local i = 1
 while i <= #arg do
   local a = arg[i]
@@ -20,6 +20,7 @@ while i <= #arg do
   elseif a == "--batch" then batch = tonumber(arg[i + 1]) i = i + 1
   elseif a == "--only" then only = arg[i + 1] i = i + 1
   elseif a == "--json" then json_out = arg[i + 1] i = i + 1
+  elseif a == "--budgets" then budgets = util.split(arg[i + 1], ",") i = i + 1
   else error("unknown argument " .. a) end
   i = i + 1
 end
@@ -78,7 +79,7 @@ end
 
 local landscapes = {
   recorded("gemm_tiled (H200)", "bench/landscapes/gemm_tiled_h200.tsv", { "BM", "BN", "BK", "TM", "TN" }),
-  synthetic("synthetic 8x5", 2, 8, false),
+  synthetic("synthetic 8x8", 2, 8, false),
   synthetic("synthetic 10^3, holes", 3, 10, true),
   synthetic("synthetic 10^4", 4, 10, false),
 }
@@ -114,7 +115,8 @@ for _, land in ipairs(landscapes) do
     local all = tune.all(space)
     local opt = math.huge
     for _, p in ipairs(all) do opt = math.min(opt, land.time_of(p)) end
-    local budget = math.max(math.ceil(0.1 * #all), 16)
+    for _, budget in ipairs(budgets or { math.max(math.ceil(0.1 * #all), 16) }) do
+    budget = tonumber(budget)
     for _, method in ipairs(methods) do
       local within, ratios, used = 0, {}, 0
       local t0 = os.clock()
@@ -130,10 +132,13 @@ for _, land in ipairs(landscapes) do
       raw[#raw + 1] = { landscape = land.name, points = #all, budget = budget, method = method, seeds = seeds,
         within_2pct = within / seeds, median_ratio = ratios[math.ceil(seeds / 2)], worst_ratio = ratios[seeds],
         mean_evaluations = used / seeds }
+      io.stderr:write(rows[#rows], "\n")
+    end
     end
   end
 end
 print(string.format("%-24s %6s %6s  %-8s %6s  %8s  %8s  %6s  %8s", "landscape", "valid", "budget", "method", "<=2%",
   "median", "worst", "evals", "cpu"))
 for _, r in ipairs(rows) do print(r) end
+io.stdout:flush()
 if json_out then util.write_file(json_out, cjson.encode(raw)) end

@@ -11,7 +11,7 @@ local S = {
   description = "search the task's tunable parameters (-D defines); no network",
   options = {
     { "method", "model", "model (random forest + expected improvement), anneal, random, or exhaustive" },
-    { "init", 0, "random points before the model takes over (0: max(6, 2 x parameters))" },
+    { "init", 0, "random points before the model takes over (0: 2 x parameters, at least 6, at most budget / 4)" },
     { "stop_ei", 0.0005, "model: stop when the best expected improvement (in log time) stays below this twice" },
     { "explore", 0.3, "anneal: fraction of the budget spent on random samples before the local walk" },
     { "batch", 4, "candidates proposed per step" },
@@ -74,7 +74,8 @@ end
 
 local function propose_model(ctx, n)
   local d = #ctx.space.names
-  local init = ctx.opts.init > 0 and ctx.opts.init or math.max(6, 2 * d)
+  -- random points first: twice the parameters, at least 6, at most a quarter of the budget
+  local init = ctx.opts.init > 0 and ctx.opts.init or math.max(6, math.min(2 * d, math.floor(ctx.opts.budget / 4)))
   local X, y = observations(ctx)
   local out = {}
   if #y < init then
@@ -108,7 +109,8 @@ local function propose_model(ctx, n)
   if #pool == 0 then return out end
   local xs = {}
   for i, p in ipairs(pool) do xs[i] = ctx.encode(p) end
-  local chosen, ei = surrogate.pick(X, y, xs, n, ctx.rng)
+  local chosen, ei = surrogate.pick(X, y, xs, n, ctx.rng, { offset = ctx.picks or 0 })
+  ctx.picks = (ctx.picks or 0) + #chosen
   -- a model that expects nothing better anywhere, twice in a row, ends the search
   ctx.flat = ei < ctx.opts.stop_ei and (ctx.flat or 0) + 1 or 0
   if ctx.flat >= 2 then

@@ -96,6 +96,7 @@ end
 local Forest = {}
 Forest.__index = Forest
 
+M.EXPLOIT = 2
 M.defaults = { trees = 32, min_leaf = 1, max_depth = 12, feature_fraction = 0.33 }
 
 -- Fits a forest to rows X (feature vectors) and targets y; bootstrap samples per tree.
@@ -175,12 +176,21 @@ function M.pick(X, y, xs, k, rng, opts)
     if refit or not forest then forest = M.fit(X2, y2, rng, opts.forest) end
     local best = math.huge
     for _, v in ipairs(y2) do best = math.min(best, v) end
+    -- every `exploit`-th pick (counted from opts.offset, so it alternates across calls
+    -- too) takes the lowest predicted time instead of the highest EI (0: never): EI
+    -- alone keeps exploring where a small budget needs to close in (docs/BENCHMARKS.md)
+    local exploit = opts.exploit or M.EXPLOIT
+    local greedy = exploit > 0 and ((opts.offset or 0) + #chosen) % exploit == exploit - 1
     local bi, bei, bmean = nil, -1, nil
     for i, x in ipairs(xs) do
       if not taken[i] then
         local mean, sd = forest:predict(x)
         local ei = M.expected_improvement(mean, sd, best, opts.xi or 0.001)
-        if ei > bei or (ei == bei and bmean and mean < bmean) then bi, bei, bmean = i, ei, mean end
+        if greedy then
+          if not bmean or mean < bmean then bi, bei, bmean = i, ei, mean end
+        elseif ei > bei or (ei == bei and bmean and mean < bmean) then
+          bi, bei, bmean = i, ei, mean
+        end
       end
     end
     if not bi then break end
