@@ -133,6 +133,16 @@ static void arg_equals(bpf_buf *b, int nr, int i, unsigned v) {
 /* What the worker and a kernel function need, found by running the host suites under
    `strace -f` (plus the equivalents other glibc versions pick: fstat/statx, the
    clock calls a vDSO usually answers, poll/ppoll). */
+/* System call nr is allowed unless argument i (its open flags) has a bit of write_flags. */
+static void open_read_only(bpf_buf *b, int nr, int i, unsigned write_flags) {
+  unsigned at = block_begin(b, nr);
+  LOAD(b, ARG_LO(i));
+  emit(b, BPF_JMP | BPF_JSET | BPF_K, 0, 1, write_flags);
+  RET(b, KILL_PROC);
+  RET(b, SECCOMP_RET_ALLOW);
+  block_end(b, at);
+}
+
 static const int allowed_nr[] = {
   /* the protocol, stdio, dlopen */
   __NR_read, __NR_write, __NR_readv, __NR_writev, __NR_pread64, __NR_lseek, __NR_close,
@@ -181,18 +191,8 @@ static int build_filter(bpf_buf *b, pid_t self) {
   RET(b, KILL_PROC);
   block_end(b, at);
   /* open/openat: reading only (Landlock says where) */
-  at = block_begin(b, __NR_open);
-  LOAD(b, ARG_LO(1));
-  emit(b, BPF_JMP | BPF_JSET | BPF_K, 0, 1, write_flags);
-  RET(b, KILL_PROC);
-  RET(b, SECCOMP_RET_ALLOW);
-  block_end(b, at);
-  at = block_begin(b, __NR_openat);
-  LOAD(b, ARG_LO(2));
-  emit(b, BPF_JMP | BPF_JSET | BPF_K, 0, 1, write_flags);
-  RET(b, KILL_PROC);
-  RET(b, SECCOMP_RET_ALLOW);
-  block_end(b, at);
+  open_read_only(b, __NR_open, 1, write_flags);
+  open_read_only(b, __NR_openat, 2, write_flags);
   /* signals: to this process only (abort and raise use tgkill on themselves); the pid
      is built into the filter, since the worker never forks */
   arg_equals(b, __NR_tgkill, 0, (unsigned)self);
