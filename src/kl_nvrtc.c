@@ -26,6 +26,8 @@ static struct {
   nvrtcResult (*GetProgramLog)(nvrtcProgram, char *);
   nvrtcResult (*GetCUBINSize)(nvrtcProgram, size_t *);
   nvrtcResult (*GetCUBIN)(nvrtcProgram, char *);
+  nvrtcResult (*AddNameExpression)(nvrtcProgram, const char *);
+  nvrtcResult (*GetLoweredName)(nvrtcProgram, const char *, const char **);
 } n;
 
 static char load_error[600];
@@ -57,6 +59,8 @@ int kl_nvrtc_load(kl_err *err) {
     {(void **)&n.GetProgramLog, "nvrtcGetProgramLog"},
     {(void **)&n.GetCUBINSize, "nvrtcGetCUBINSize"},
     {(void **)&n.GetCUBIN, "nvrtcGetCUBIN"},
+    {(void **)&n.AddNameExpression, "nvrtcAddNameExpression"},
+    {(void **)&n.GetLoweredName, "nvrtcGetLoweredName"},
   };
   const char *missing = kl_dlsym_all(h, syms, sizeof syms / sizeof syms[0]);
   if (missing) {
@@ -90,6 +94,14 @@ int kl_nvrtc_compile(const kl_compile_req *req, kl_compile_res *res, kl_err *err
                                   req->num_headers, req->header_sources, req->header_names);
   if (r != NVRTC_SUCCESS)
     return kl_fail(err, KL_ECOMPILE, r, "nvrtcCreateProgram: %s", n.GetErrorString(r));
+  for (int i = 0; i < req->num_name_exprs; i++) {
+    r = n.AddNameExpression(prog, req->name_exprs[i]);
+    if (r != NVRTC_SUCCESS) {
+      n.DestroyProgram(&prog);
+      return kl_fail(err, KL_ECOMPILE, r, "nvrtcAddNameExpression(%s): %s", req->name_exprs[i],
+                     n.GetErrorString(r));
+    }
+  }
   nvrtcResult cr = n.CompileProgram(prog, req->num_options, req->options);
   size_t logsz = 0;
   if (n.GetProgramLogSize(prog, &logsz) == NVRTC_SUCCESS && logsz > 0) {
@@ -109,6 +121,25 @@ int kl_nvrtc_compile(const kl_compile_req *req, kl_compile_res *res, kl_err *err
         res->ok = 1;
       }
     }
+    /* The lowered (mangled) names, in the order of the expressions; the strings are
+       NVRTC's and die with the program, so they are copied out first. */
+    size_t total = 0;
+    for (int i = 0; res->ok && i < req->num_name_exprs; i++) {
+      const char *low = NULL;
+      if (n.GetLoweredName(prog, req->name_exprs[i], &low) != NVRTC_SUCCESS || !low) {
+        res->ok = 0;
+        break;
+      }
+      size_t l = strlen(low);
+      char *grown = realloc(res->lowered, total + l + 2);
+      if (!grown) { res->ok = 0; break; }
+      res->lowered = grown;
+      memcpy(res->lowered + total, low, l);
+      res->lowered[total + l] = '\n';
+      total += l + 1;
+      res->lowered[total] = 0;
+    }
+    res->lowered_len = total;
     if (!res->ok) {
       n.DestroyProgram(&prog);
       res->seconds = kl_now() - t0;
@@ -123,7 +154,8 @@ int kl_nvrtc_compile(const kl_compile_req *req, kl_compile_res *res, kl_err *err
 }
 
 /* ---- compile in a child process ------------------------------------------------
-   Child writes: int ok, double seconds, u64 log_len, log, u64 cubin_len, cubin. */
+   Child writes: int ok, double seconds, u64 log_len, log, u64 cubin_len, cubin,
+   u64 lowered_len, lowered. */
 
 static int write_all(int fd, const void *p, size_t len) {
   const char *c = p;
@@ -158,7 +190,7 @@ int kl_compile_start(const kl_compile_req *req, kl_compile_job *job, kl_err *err
     kl_err_clear(&e);
     int s = kl_nvrtc_compile(req, &res, &e);
     int ok = (s == KL_OK && res.ok) ? 1 : 0;
-    uint64_t ll = res.log_len, cl = res.cubin_len;
+    uint64_t ll = res.log_len, cl = res.cubin_len, lw = res.lowered_len;
     const char *log = res.log ? res.log : "";
     if (s != KL_OK && !res.log) {
       log = e.msg;
@@ -166,7 +198,8 @@ int kl_compile_start(const kl_compile_req *req, kl_compile_job *job, kl_err *err
     }
     if (write_all(fds[1], &ok, sizeof ok) || write_all(fds[1], &res.seconds, sizeof res.seconds) ||
         write_all(fds[1], &ll, sizeof ll) || write_all(fds[1], log, ll) ||
-        write_all(fds[1], &cl, sizeof cl) || (cl && write_all(fds[1], res.cubin, cl)))
+        write_all(fds[1], &cl, sizeof cl) || (cl && write_all(fds[1], res.cubin, cl)) ||
+        write_all(fds[1], &lw, sizeof lw) || (lw && write_all(fds[1], res.lowered, lw)))
       _exit(1);
     _exit(0);
   }
@@ -223,12 +256,21 @@ int kl_compile_poll(kl_compile_job *job, int wait_ms, kl_compile_res *res, kl_er
     st = res->cubin ? read_until(job->fd, res->cubin, cl, deadline) : KL_ENOMEM;
     if (!st) res->cubin_len = cl;
   }
+  uint64_t lw = 0;
+  if (!st) st = read_until(job->fd, &lw, sizeof lw, deadline);
+  if (!st && lw > (1u << 24)) st = KL_EINVAL;
+  if (!st && lw) {
+    res->lowered = malloc(lw + 1);
+    st = res->lowered ? read_until(job->fd, res->lowered, lw, deadline) : KL_ENOMEM;
+    if (!st) { res->lowered[lw] = 0; res->lowered_len = lw; }
+  }
   int status = 0;
   kl_compile_kill(job); /* reaps; harmless when the child already exited */
   (void)status;
   if (st) {
     free(res->log);
     free(res->cubin);
+    free(res->lowered);
     memset(res, 0, sizeof *res);
     return kl_fail(err, KL_ECLOSED, 0, "the compiler process died (crash or out of memory)");
   }

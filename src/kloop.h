@@ -176,6 +176,8 @@ typedef struct kl_compile_req {
   const char *const *header_names;  /* in-memory headers (the task's folder) */
   const char *const *header_sources;
   int num_headers;
+  const char *const *name_exprs;    /* C++ entries ("gemm<128, 8>"): nvrtcAddNameExpression */
+  int num_name_exprs;
 } kl_compile_req;
 
 typedef struct kl_compile_res {
@@ -184,6 +186,8 @@ typedef struct kl_compile_res {
   size_t log_len;
   void *cubin;        /* malloc'd; free with kl_free */
   size_t cubin_len;
+  char *lowered;      /* malloc'd: one lowered name per name expression, '\n' after each */
+  size_t lowered_len;
   double seconds;
 } kl_compile_res;
 

@@ -24,6 +24,8 @@ commands:
   compile TARGET     compile a kernel with NVRTC (no GPU needed)
   check TARGET       verify and time a kernel (--candidate FILE)
   profile TARGET     check, then CUPTI counters, roofline and hints (--metrics a,b)
+  space TARGET       the tune space: parameters, raw and valid size (also: tune TARGET --space)
+  import-kt FILE.json  a kloop sidecar from a Kernel Tuner T1 input file (-o SIDECAR.lua)
   version       same as --version
   runs          one line per run in the store (--db PATH, default $KLOOP_DB or ./kloop.db)
   show ID       a run, or a candidate (c:ID) with its lineage and evaluation
@@ -127,6 +129,13 @@ function M.main(argv)
   local chunks, interactive, script, quiet = {}, false, nil, false
   local rest = {}
   local cmd = argv[1]
+  if cmd == "tune" then
+    -- `kloop tune TASK --space` only counts the space: no strategy, no worker, no GPU
+    for k = 2, #argv do
+      if argv[k] == "--" then break end
+      if argv[k] == "--space" then cmd = "space" break end
+    end
+  end
   if cmd and M.command_modules[cmd] then
     local mod = require(M.command_modules[cmd])
     local sub = {}
@@ -236,6 +245,8 @@ M.command_modules = {
   diff = "kloop.diff_cmd",
   export = "kloop.export_cmd",
   replay = "kloop.replay_cmd",
+  space = "kloop.space_cmd",
+  ["import-kt"] = "kloop.import_kt",
 }
 
 return M

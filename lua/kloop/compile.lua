@@ -68,6 +68,34 @@ function M.add_defines(options, defines)
   return true
 end
 
+-- An entry that needs NVRTC's name expressions: a template instance or a qualified
+-- name ("gemm<128, 8>", "ns::scale"), or any entry of a source without extern "C"
+-- (plain C++ linkage mangles every name).
+function M.needs_lowering(entry, src)
+  if entry:find("[<:]") then return true end
+  if src == nil then return false end
+  local code = src:gsub("/%*.-%*/", " "):gsub("//[^\n]*", "")
+  return not code:find('extern%s*"C"')
+end
+
+-- The name expression of an entry: parameters (then the source's numeric #defines)
+-- substituted for the names they define, then fenced to identifier characters, digits,
+-- <, >, commas, spaces and ::, since NVRTC compiles the expression as C++.
+function M.name_expression(entry, defines, src)
+  if type(entry) ~= "string" or #entry == 0 or #entry > 200 then return nil, "entry must be a short kernel name" end
+  local own = {}
+  for name, v in (src or ""):gmatch("#%s*define%s+([%a_][%w_]*)%s+([%w_%.%-]+)%s*\n") do own[name] = v end
+  local expr = entry:gsub("[%a_][%w_]*", function(w)
+    local v = defines and defines[w]
+    if v ~= nil then return tostring(v) end
+    return own[w]
+  end)
+  if expr:find("[^%w_<>, :]") or expr:gsub("::", ""):find(":") then
+    return nil, string.format("entry '%s' is not a kernel name (allowed: letters, digits, _, <, >, commas, spaces, ::)", entry)
+  end
+  return expr
+end
+
 -- The cache key of a build: two 64-bit hashes of everything that shapes the binary.
 function M.content_key(parts)
   local blob = table.concat(parts, "\0")
@@ -173,17 +201,40 @@ function M.prepare(src, opts)
   end
   local okd, derr = M.add_defines(options, opts.defines)
   if not okd then return nil, derr end
+  -- C++ entries: name expressions in, lowered names out (job.lowered[entry])
+  local exprs, entries, seen = {}, {}, {}
+  for _, e in ipairs(opts.entries or {}) do
+    if not seen[e] and M.needs_lowering(e, src) then
+      seen[e] = true
+      local x, xerr = M.name_expression(e, opts.defines, src)
+      if not x then return nil, xerr end
+      entries[#entries + 1], exprs[#exprs + 1] = e, x
+    end
+  end
   local nv = core.nvrtc_version() or "none"
   local keyparts = { "nvrtc " .. nv, src }
   for _, o in ipairs(options) do keyparts[#keyparts + 1] = o end
   for _, h in ipairs(headers) do keyparts[#keyparts + 1] = h.name .. "\0" .. h.text end
+  for _, x in ipairs(exprs) do keyparts[#keyparts + 1] = "name " .. x end
   local key = M.content_key(keyparts)
-  return { src = src, options = options, headers = headers, key = key, name = opts.name or "candidate.cu" }
+  return { src = src, options = options, headers = headers, key = key, name = opts.name or "candidate.cu",
+    entries = entries, name_exprs = exprs }
 end
 
 local function cache_paths(key)
   local dir = M.cache_dir()
-  return dir, dir .. "/" .. key .. ".cubin", dir .. "/" .. key .. ".log"
+  return dir, dir .. "/" .. key .. ".cubin", dir .. "/" .. key .. ".log", dir .. "/" .. key .. ".names"
+end
+
+-- job.lowered: entry as the task wrote it -> the name the module exports.
+local function set_lowered(job, text)
+  job.lowered = {}
+  local i = 0
+  for line in (text or ""):gmatch("([^\n]*)\n") do
+    i = i + 1
+    if job.entries[i] then job.lowered[job.entries[i]] = line end
+  end
+  return i == #(job.name_exprs or {})
 end
 
 local function finish(job, ok, log, cubin, seconds, cached)
@@ -198,8 +249,9 @@ local function finish(job, ok, log, cubin, seconds, cached)
 end
 
 local function try_cache(job)
-  local _, cpath, lpath = cache_paths(job.key)
+  local _, cpath, lpath, npath = cache_paths(job.key)
   local log = util.read_file(lpath)
+  if #(job.name_exprs or {}) > 0 and not set_lowered(job, util.read_file(npath)) then return false end
   if log and util.file_exists(cpath) then
     finish(job, true, log, nil, 0, true)
     return true
@@ -207,9 +259,13 @@ local function try_cache(job)
   return false
 end
 
-local function store(job, log, cubin)
-  local dir, cpath, lpath = cache_paths(job.key)
+local function store(job, log, cubin, lowered)
+  local dir, cpath, lpath, npath = cache_paths(job.key)
   util.mkdir_p(dir)
+  if #(job.name_exprs or {}) > 0 then
+    local tmp = npath .. ".tmp" .. C.kl_getpid()
+    if util.write_file(tmp, lowered or "") then os.rename(tmp, npath) end
+  end
   -- Write then rename, so a reader never sees half a cubin.
   local tmp = cpath .. ".tmp" .. C.kl_getpid()
   if util.write_file(tmp, cubin) then os.rename(tmp, cpath) end
@@ -234,6 +290,11 @@ local function start(job)
     keep[#keep + 1] = hn
     keep[#keep + 1] = ht
     req.header_names, req.header_sources, req.num_headers = hn, ht, #names
+  end
+  if #(job.name_exprs or {}) > 0 then
+    local ne = ffi.new("const char*[?]", #job.name_exprs, job.name_exprs)
+    keep[#keep + 1] = ne
+    req.name_exprs, req.num_name_exprs = ne, #job.name_exprs
   end
   job.cjob = ffi.new("kl_compile_job")
   local err = ffi.new("kl_err")
@@ -266,9 +327,12 @@ local function poll(job, wait_ms, deadline)
   end
   local log = res.log ~= nil and ffi.string(res.log, res.log_len) or ""
   local cubin = res.cubin ~= nil and ffi.string(res.cubin, res.cubin_len) or nil
+  local lowered = res.lowered ~= nil and ffi.string(res.lowered, res.lowered_len) or ""
   C.kl_free(res.log)
   C.kl_free(res.cubin)
-  if res.ok == 1 and cubin then store(job, log, cubin) end
+  C.kl_free(res.lowered)
+  if job.entries then set_lowered(job, lowered) end
+  if res.ok == 1 and cubin then store(job, log, cubin, lowered) end
   finish(job, res.ok == 1 and cubin ~= nil, log, cubin, res.seconds, false)
 end
 

@@ -32,7 +32,7 @@ local function launch_plans(task, src, defines)
     if own then
       p, err = own(case.size)
     else
-      local ok, v = pcall(plan.for_task, task, case.size)
+      local ok, v = pcall(plan.for_task, task, case.size, nil, defines)
       if ok then p = v else err = tostring(type(v) == "table" and (v.msg or v.message) or v) end
     end
     out.cases[#out.cases + 1] = { label = case.label, size = case.size, kernels = p, error = err }
@@ -81,10 +81,22 @@ function M.main(argv)
   end
   local defines, derr = args.defines(opts.params)
   if not defines then util.eprintf("kloop compile: --params: %s\n", derr) return 2 end
+  -- a parameter the kernel does not #define itself gets its first value (a Kernel Tuner
+  -- kernel has no defaults of its own); --params wins
+  local point = {}
+  for k, v in pairs(taskmod.default_point(task.params)) do
+    if defines[k] == nil and not src:find("#%s*define%s+" .. k .. "[^%w_]") then point[k] = v end
+  end
+  for k, v in pairs(defines) do point[k] = v end
+  defines = point
+  -- C++ entries (templates, no extern "C") are found through NVRTC's name expressions
+  local entries = { task.entry }
+  local okp, tp = pcall(plan.for_task, task, task.sizes.bench, nil, defines)
+  if okp then for _, k in ipairs(tp) do entries[#entries + 1] = k.entry end end
   local compiler = task.backend == "host" and require("kloop.compile_host") or compile
   local arch = task.backend == "host" and "host" or (opts.arch or "sm_90")
   local job = compiler.compile(src, { arch = arch, dir = task.dir, options = task.options,
-    defines = defines, name = name, no_cache = opts.no_cache })
+    defines = defines, name = name, no_cache = opts.no_cache, entries = task.backend ~= "host" and entries or nil })
   local verdict = job.ok and "ok" or (job.rejected and "rejected" or "compile_error")
   -- the host backend has no launch plan of its own (the evaluator ignores launch comments there)
   local lp = task.backend ~= "host" and launch_plans(task, src, defines) or nil
@@ -98,12 +110,14 @@ function M.main(argv)
       end
     end
     print(cjson.encode({ verdict = verdict, log = job.rejected and job.log or compile.filter_log(job.log), resources = job.resources,
-      seconds = job.seconds, cached = job.cached or false, cubin = job.cubin_path, launch = launch }))
+      seconds = job.seconds, cached = job.cached or false, cubin = job.cubin_path, launch = launch,
+      lowered = job.lowered and next(job.lowered) and job.lowered or nil }))
   else
     print(string.format("%s: %s (%s, %.2f s%s)", name, verdict, arch, job.seconds or 0,
       job.cached and ", cached" or ""))
     local log = job.rejected and job.log or compile.filter_log(job.log)
     if log ~= "" then print(log) end
+    for _, e in ipairs(util.sorted_keys(job.lowered or {})) do print(string.format("  %s -> %s", e, job.lowered[e])) end
     for _, entry in ipairs(util.sorted_keys(job.resources or {})) do
       local r = job.resources[entry]
       print(string.format("  %s: %d registers, %d B static smem, %d B stack, spills %d B stores / %d B loads",

@@ -50,12 +50,14 @@ function M.normalize(raw, default_entry)
   return out
 end
 
--- The task's own plan at a size; raises a task error (load time) when it fails.
-function M.for_task(task, size, file)
+-- The task's own plan at a size and (optionally) a point of the parameter space: the
+-- launch function gets one table, the point's parameters and the sizes (a size wins
+-- on a clash). Raises a task error (load time) when it fails.
+function M.for_task(task, size, file, params)
   local taskmod = require("kloop.task")
   local launch = task.launch
   local ok, raw = true, launch
-  if type(launch) == "function" then ok, raw = pcall(launch, size) end
+  if type(launch) == "function" then ok, raw = pcall(launch, taskmod.with_params(size, params)) end
   if not ok then taskmod.fail(file or task.file, "launch", "the launch function failed: " .. tostring(raw)) end
   local p, err = M.normalize(raw, task.entry)
   if not p then taskmod.fail(file or task.file, "launch", err) end

@@ -128,7 +128,7 @@ M.FIELDS = {
     "params", "constraint", "options", "metrics", "deadline", "deadline_factor", "device_heap", "static_data",
     "flush_cache" },
   sizes = { "bench", "check", "hidden" },
-  arg = { "size", "init", "output", "inout", "value" },
+  arg = { "size", "init", "input", "output", "inout", "value" },
   reference = { "source", "entry", "precision", "launch" },
   tolerance = { "rel", "max_abs", "deterministic" },
   cost = { "flops", "bytes", "unit" },
@@ -269,6 +269,8 @@ end
 -- Parameter list of `entry` in a CUDA source: list of {ctype=, name=}, or nil, why.
 function M.kernel_params(source, entry, host)
   local clean = source:gsub("/%*.-%*/", " "):gsub("//[^\n]*", "")
+  -- a C++ entry ("gemm<BM, 8>", "ns::gemm") is declared under its plain name
+  if not host then entry = entry:gsub("%b<>", ""):match("([%a_][%w_]*)%s*$") or entry end
   local name = entry:gsub("%p", "%%%0")
   local params
   if host then
@@ -311,6 +313,26 @@ local function sandbox_env(extra)
   return env
 end
 M.sandbox_env = sandbox_env
+
+-- The table a sidecar function sees: the parameters of a point, then the sizes (a size
+-- wins over a parameter of the same name). Without params it is the size table itself.
+function M.with_params(size, params)
+  if params == nil or next(params) == nil then return size end
+  local out = {}
+  for k, v in pairs(params) do
+    if type(k) == "string" and k:sub(1, 6) ~= "kloop_" then out[k] = tonumber(v) or v end
+  end
+  for k, v in pairs(size) do out[k] = v end
+  return out
+end
+
+-- The default point: the first value of each parameter (what load-time checks use).
+function M.default_point(params)
+  local p = {}
+  if type(params) ~= "table" then return p end
+  for k, v in pairs(params) do if type(k) == "string" and type(v) == "table" and v[1] ~= nil then p[k] = v[1] end end
+  return p
+end
 
 -- Evaluates a size expression ("M*K", a number or a function of the sizes).
 function M.eval_size(expr, sizes, file, field)
@@ -463,7 +485,7 @@ function M.check(t, file, cu_path)
     known_fields(file, field, a, M.FIELDS.arg, 2)
     check_type(file, field .. "[1] (name)", a[1], "string")
     check_type(file, field .. "[2] (type)", a[2], "string")
-    for _, flag in ipairs({ "output", "inout" }) do
+    for _, flag in ipairs({ "input", "output", "inout" }) do
       if a[flag] ~= nil then want(file, field .. "." .. flag, a[flag], "boolean", flag .. " = true") end
     end
     local ct = M.parse_ctype(a[2])
@@ -482,7 +504,12 @@ function M.check(t, file, cu_path)
         fail(file, field .. ".value", "a buffer has no value (value is for scalars)", "remove it; init says how a buffer is filled")
       end
       arg.size = guard(file, field .. ".size", a.size)
-      if ct.const then
+      local flags = (a.input and 1 or 0) + (a.output and 1 or 0) + (a.inout and 1 or 0)
+      if flags > 1 then
+        fail(file, field, "give a buffer one role: input, output or inout", "keep one of input = true, output = true, inout = true")
+      end
+      if ct.const or a.input then
+        -- declared: a plain `float *` the kernel only reads is checked unchanged like a const one
         arg.role = "input"
         if a.output or a.inout then fail(file, field, "a const pointer cannot be an output", "drop const or the flag") end
       elseif a.output then
@@ -492,7 +519,7 @@ function M.check(t, file, cu_path)
         arg.role = "inout"
         has_output = true
       else
-        fail(file, field, "non-const buffer without a role", "add output = true (or inout = true), or make it const")
+        fail(file, field, "non-const buffer without a role", "add output = true (or inout = true), input = true, or make it const")
       end
       if arg.role == "output" and a.init ~= nil then
         fail(file, field .. ".init", "an output buffer is not filled (kloop poisons it before every launch)",
@@ -518,7 +545,7 @@ function M.check(t, file, cu_path)
         if #arg.dists == 1 then arg.dists[2] = M.second_dist(arg.dists[1]) end
       end
     else
-      for _, k in ipairs({ "size", "init", "output", "inout" }) do
+      for _, k in ipairs({ "size", "init", "input", "output", "inout" }) do
         if a[k] ~= nil then
           fail(file, field .. "." .. k, string.format("scalar '%s' is not a buffer, so it takes no %s", a[1], k),
             'remove it (a scalar is the size of the same name, or value = "expression")')
@@ -527,9 +554,9 @@ function M.check(t, file, cu_path)
       if a.value ~= nil then
         want(file, field .. ".value", a.value, { "string", "number", "function" }, 'value = "N / 2" (an expression, a number or a function)')
         arg.value = guard(file, field .. ".value", a.value)
-      elseif t.sizes.bench[a[1]] == nil then
+      elseif t.sizes.bench[a[1]] == nil and not (type(t.params) == "table" and t.params[a[1]] ~= nil) then
         fail(file, field, "scalar '" .. a[1] .. "' is not a size name and has no value",
-          'name it after a key of sizes, or add value = "expression"')
+          'name it after a key of sizes or params, or add value = "expression"')
       end
     end
     task.args[i] = arg
@@ -645,7 +672,8 @@ function M.check(t, file, cu_path)
     end
     return c
   end
-  local c = cost_at(t.sizes.bench, "bench")
+  local p0 = M.default_point(t.params)
+  local c = cost_at(M.with_params(t.sizes.bench, p0), "bench")
   if t.unit ~= nil then one_of(file, "unit", t.unit, M.UNITS, 'unit = "fp32"') end
   if c.unit ~= nil then one_of(file, "cost().unit", c.unit, M.UNITS, 'unit = "fp32"') end
   task.unit = t.unit or c.unit or "fp32"
@@ -671,7 +699,11 @@ function M.check(t, file, cu_path)
           .. describe(x))
       end
     end
-    if not src:find(k, 1, true) then
+    -- a parameter only the sidecar uses (a grid size, a partial-sum count) is fine: the
+    -- sidecar names it besides its declaration
+    local side = util.read_file(file) or ""
+    local _, uses = (" " .. side .. " "):gsub("[^%w_]" .. k .. "[^%w_]", "")
+    if not src:find(k, 1, true) and uses < 2 then
       if not idents then
         idents = {}
         local seen = {}
@@ -720,10 +752,11 @@ function M.check(t, file, cu_path)
   task.flush_cache = t.flush_cache
   if task.flush_cache == nil then task.flush_cache = task.backend == "cuda" end
   -- every size and launch plan must evaluate now, not halfway through a run
+  -- (at the default point: the first value of each parameter)
   for _, case in ipairs(M.cases(task)) do
-    plan.for_task(task, case.size, file)
-    M.concrete_args(task, case.size)
-    if not case.bench then cost_at(case.size, case.label:gsub("^check(%d+)", "check[%1]")) end
+    plan.for_task(task, case.size, file, p0)
+    M.concrete_args(task, case.size, p0)
+    if not case.bench then cost_at(M.with_params(case.size, p0), case.label:gsub("^check(%d+)", "check[%1]")) end
   end
   return task
 end
@@ -736,8 +769,10 @@ function M.cases(task)
   return out
 end
 
--- Buffer element counts and scalar values of the arguments at a size.
-function M.concrete_args(task, size)
+-- Buffer element counts and scalar values of the arguments at a size (and a point of
+-- the parameter space: sizes and value expressions see both, docs/TASKS.md).
+function M.concrete_args(task, size, params)
+  size = M.with_params(size, params)
   local out = {}
   for i, a in ipairs(task.args) do
     local field = "args[" .. i .. "]"
