@@ -15,6 +15,9 @@ local S = {
     { "stop_ei", 0.0005, "model: stop when the best expected improvement (in log time) stays below this twice" },
     { "explore", 0.3, "anneal: fraction of the budget spent on random samples before the local walk" },
     { "batch", 4, "candidates proposed per step" },
+    -- the evaluation cascade is on for tune (docs/TASKS.md, "Stages"): most points of a
+    -- space are far from its optimum, and a screen says so at a fraction of the cost
+    { "cascade", "on", "screen each candidate first and fully evaluate only those worth it: on or off" },
   },
 }
 
@@ -53,6 +56,16 @@ local function fresh(ctx, p)
   return true
 end
 
+-- The time the search learns from. With the cascade on every tune point is screened,
+-- so the screened median (bench size, a few cold repetitions) is the one measure every
+-- point has: a promoted point's full median is more precise but would mix two
+-- protocols in one model. The best is still the driver's, from full evaluations only.
+local function time_of(r)
+  local s = type(r.screen) == "table" and r.screen.time_ms
+  return s or r.time_ms
+end
+S.time_of = time_of
+
 -- The model's data: every evaluated point (log of its median; a failure counts as twice
 -- the slowest verified time, so the model learns where the space does not work).
 local function observations(ctx)
@@ -60,8 +73,8 @@ local function observations(ctx)
   local worst = -math.huge
   for _, c in ipairs(ctx.history) do
     if c.defines and c.proposer == "tune" and c.result then
-      if c.result.verdict == "ok" then
-        X[#X + 1], y[#y + 1] = ctx.encode(c.defines), math.log(c.result.time_ms)
+      if c.result.verdict == "ok" and time_of(c.result) then
+        X[#X + 1], y[#y + 1] = ctx.encode(c.defines), math.log(time_of(c.result))
         worst = math.max(worst, y[#y])
       else
         fails[#fails + 1] = ctx.encode(c.defines)
@@ -99,9 +112,9 @@ local function propose_model(ctx, n)
     for _ = 1, POOL do add(ctx.valid and ctx.rng:pick(ctx.valid) or tune.random(ctx.space, ctx.rng)) end
     local ranked = {}
     for _, c in ipairs(ctx.history) do
-      if c.defines and c.result and c.result.verdict == "ok" then ranked[#ranked + 1] = c end
+      if c.defines and c.result and c.result.verdict == "ok" and time_of(c.result) then ranked[#ranked + 1] = c end
     end
-    table.sort(ranked, function(a, b) return a.result.time_ms < b.result.time_ms end)
+    table.sort(ranked, function(a, b) return time_of(a.result) < time_of(b.result) end)
     for r = 1, math.min(8, #ranked) do
       for _, q in ipairs(tune.neighbours(ctx.space, ranked[r].defines)) do add(q) end
     end
@@ -161,7 +174,7 @@ function S.on_result(ctx, cand, r)
   if not cur then ctx.current = cand return end
   -- draw every time, so the random stream does not depend on the measured times
   local u = ctx.rng:float()
-  local dt = (r.time_ms - cur.result.time_ms) / cur.result.time_ms
+  local dt = (time_of(r) - time_of(cur.result)) / time_of(cur.result)
   if dt < 0 or u < math.exp(-dt / ctx.temperature) then ctx.current = cand end
   ctx.temperature = ctx.temperature * 0.95
 end

@@ -50,6 +50,9 @@ M.common_options = {
   { "pipeline_depth", 0, "LLM requests kept in flight ahead (0: two batches)", "uint" },
   { "profile", "best", "CUPTI-profile verified candidates: best (each new best), all, or none" },
   { "metrics", "", "profiler metrics (a,b,c just those; +a,b added to the defaults)" },
+  { "cascade", "off", "screen each candidate first and fully evaluate only those worth it: on or off" },
+  { "cascade_margin", 1.5, "cascade: promote a screened candidate within this factor of the best screened time", "nonneg" },
+  { "screen_reps", 3, "cascade: timed repetitions of a screen (bench size, no CI target)", "count" },
 }
 
 local function all_options(strategy)
@@ -163,14 +166,59 @@ end
 local Ctx = {}
 Ctx.__index = Ctx
 
--- Evaluates one candidate: {source, defines, parent, proposer, ...}; returns result.
+-- Would result r be a new best over candidate best? Only full evaluations are bests.
+function M.is_best_of(r, best)
+  return r.verdict == "ok" and r.stage ~= "screened" and r.time_ms ~= nil
+    and (not best or r.time_ms < best.result.time_ms)
+end
+
+-- The cascade (docs/TASKS.md, "Stages"): is a verified screen worth a full evaluation?
+-- Screened times are compared with screened times only (both are bench-size medians
+-- of a few cold repetitions): within cascade_margin of the fastest screen so far.
+function Ctx:worth_full(screen)
+  local t = screen.time_ms
+  if not t then return false end
+  if not self.best_screen or t < self.best_screen then self.best_screen = t end
+  return t <= self.opts.cascade_margin * self.best_screen
+end
+
+-- Runs the stages for one candidate: the full protocol with the cascade off, for the
+-- baseline (screened too, so later screens have a reference) and for a candidate a
+-- strategy marks full = true; otherwise a screen, promoted to the full protocol when
+-- worth it. The result is the last stage's (result.stage), with result.screen the
+-- screen's summary when one ran before a full evaluation.
+function Ctx:run_stages(cand)
+  local opts = { defines = cand.defines, name = cand.name, timing = { budget = self.opts.timing_budget } }
+  if self.opts.cascade ~= "on" or cand.full then return self.ev:evaluate(cand.source, opts) end
+  local sopts = { defines = cand.defines, name = cand.name, reps = self.opts.screen_reps }
+  local s = self.ev:screen(cand.source, sopts)
+  local baseline = cand.proposer == "baseline"
+  if C.kl_sigint_pending() > 0 then return s end
+  if s.verdict ~= "ok" and not baseline then return s end
+  local before = self.best_screen
+  local worth = s.verdict == "ok" and self:worth_full(s)
+  if not (worth or baseline) then return s end
+  local r = self.ev:evaluate(cand.source, opts)
+  -- a screen whose full evaluation fails (wrong on a size the screen did not try) is no
+  -- reference for later screens: it would keep good candidates from being promoted
+  if r.verdict ~= "ok" then self.best_screen = before end
+  r.screen = { verdict = s.verdict, time_ms = s.time_ms, reps = s.reps, case = s.screen_case,
+    eval_seconds = s.eval_seconds, wall_seconds = s.wall_seconds }
+  return r
+end
+
+-- Evaluates one candidate: {source, defines, parent, proposer, full, ...}; returns result.
+-- With the cascade on it may be screened only (result.stage = "screened"): such a result
+-- is never the best, never profiled, and counts against the budget like any other.
 function Ctx:evaluate(cand)
   -- in the store before it runs: whatever the evaluation does to kloop, the candidate
   -- and its LLM calls are kept, and --resume marks it crashed instead of running it again
   if self.store then self.store:propose(self, cand) end
   local t0 = C.kl_now()
-  local r = self.ev:evaluate(cand.source, { defines = cand.defines, name = cand.name,
-    timing = { budget = self.opts.timing_budget } })
+  local r = self:run_stages(cand)
+  r.stage = r.stage or "full"
+  self.stages = self.stages or {}
+  self.stages[r.stage] = (self.stages[r.stage] or 0) + 1
   self.busy = (self.busy or 0) + (C.kl_now() - t0)
   -- Ctrl-C during the evaluation (served inside some pcall on the way): the result may
   -- be the interruption's, not the candidate's; it is not recorded (the stored candidate
@@ -180,7 +228,7 @@ function Ctx:evaluate(cand)
   cand.id = #self.history + 1
   self.history[#self.history + 1] = cand
   self.verdicts[r.verdict] = (self.verdicts[r.verdict] or 0) + 1
-  if r.verdict == "ok" and (not self.best or r.time_ms < self.best.result.time_ms) then
+  if M.is_best_of(r, self.best) then
     self.best = cand
     cand.improved = true
   end
@@ -189,6 +237,47 @@ function Ctx:evaluate(cand)
   if self.store then self.store:record(self, cand) end
   -- a fact the store could not keep stops the run (M.run says what was kept)
   if self.store and self.store.failed then error(M.STORE_STOP, 0) end
+  local pmode = self.opts.profile
+  if r.verdict == "ok" and r.stage ~= "screened" and (pmode == "all" or (pmode == "best" and cand.improved)) then
+    self:profile(cand)
+  end
+  self:progress(cand)
+  return r
+end
+
+-- A strategy asks for the full protocol on a candidate that was only screened (its
+-- screen was outside the margin): the full result replaces cand.result (the screen's
+-- summary kept as result.screen), is stored as the candidate's newest evaluation, and
+-- may become the best. It does not count against the budget again. Returns the result,
+-- or nil, why.
+function Ctx:promote(cand)
+  local s = cand.result
+  if not s then return nil, "not evaluated yet" end
+  if s.stage ~= "screened" then return s end
+  if s.verdict ~= "ok" then return nil, "its screen failed (" .. s.verdict .. "): the full protocol would not pass" end
+  local t0 = C.kl_now()
+  local r = self.ev:evaluate(cand.source, { defines = cand.defines, name = cand.name,
+    timing = { budget = self.opts.timing_budget } })
+  self.busy = (self.busy or 0) + (C.kl_now() - t0)
+  if C.kl_sigint_pending() > 0 then error("interrupted", 0) end
+  r.stage = "full"
+  r.screen = { verdict = s.verdict, time_ms = s.time_ms, reps = s.reps, case = s.screen_case,
+    eval_seconds = s.eval_seconds, wall_seconds = s.wall_seconds }
+  r.promoted = "asked for by the strategy"
+  cand.result = r
+  self.stages.screened = math.max(0, (self.stages.screened or 1) - 1)
+  self.stages.full = (self.stages.full or 0) + 1
+  self.verdicts.ok = math.max(0, (self.verdicts.ok or 1) - 1)
+  if self.verdicts.ok == 0 then self.verdicts.ok = nil end
+  self.verdicts[r.verdict] = (self.verdicts[r.verdict] or 0) + 1
+  if M.is_best_of(r, self.best) then
+    self.best = cand
+    cand.improved = true
+  end
+  if self.store then
+    self.store:record(self, cand)
+    if self.store.failed then error(M.STORE_STOP, 0) end
+  end
   local pmode = self.opts.profile
   if r.verdict == "ok" and (pmode == "all" or (pmode == "best" and cand.improved)) then self:profile(cand) end
   self:progress(cand)
@@ -208,8 +297,7 @@ function Ctx:reevaluated(result)
   self.verdicts[result.verdict] = (self.verdicts[result.verdict] or 0) + 1
   self.best = nil
   for _, c in ipairs(self.history) do
-    local r = c.result
-    if r.verdict == "ok" and (not self.best or r.time_ms < self.best.result.time_ms) then self.best = c end
+    if M.is_best_of(c.result, self.best) then self.best = c end
   end
   if self.store then self.store:record(self, cand) end
 end
@@ -220,6 +308,7 @@ end
 function Ctx:profile(cand)
   local r = cand.result
   if not r or r.verdict ~= "ok" then return nil, "only verified candidates are profiled" end
+  if r.stage == "screened" then return nil, "only fully evaluated candidates are profiled (this one was screened)" end
   if r.profile then return r.profile end
   if self.ev:backend() ~= "cuda" or self.profile_off then return nil, self.profile_off or "profiling needs the cuda backend" end
   local t0 = C.kl_now()
@@ -312,8 +401,10 @@ function Ctx:progress(cand)
   local n = #self.history - 1
   local t = r.time_ms and string.format("%9.4f ms", r.time_ms) or string.rep(" ", 12)
   local sp = self:speedup(cand)
-  io.stdout:write(string.format("[%3d/%d] %-16s %s %s %s%s\n", n, self.opts.budget, r.verdict, t,
-    sp and string.format("%6.2fx", sp) or "       ", self:describe(cand), cand.improved and "  (best)" or ""))
+  -- with the cascade on, each line says the stage the candidate reached
+  local stage = self.opts.cascade == "on" and ("  [" .. (r.stage or "full") .. "]") or ""
+  io.stdout:write(string.format("[%3d/%d] %-16s %s %s %s%s%s\n", n, self.opts.budget, r.verdict, t,
+    sp and string.format("%6.2fx", sp) or "       ", self:describe(cand), cand.improved and "  (best)" or "", stage))
   if tty then io.stdout:write(self:status_line()) end
   io.stdout:flush()
 end
@@ -361,6 +452,10 @@ function M.run(strategy, path, args)
     util.eprintf("kloop: --profile %s: give best, all or none\n", tostring(opts.profile))
     return 2
   end
+  if opts.cascade ~= "on" and opts.cascade ~= "off" then
+    util.eprintf("kloop: --cascade %s: give on or off\n", tostring(opts.cascade))
+    return 2
+  end
   if opts.metrics ~= "" then
     local _, merr = require("kloop.profile").metric_list(opts.metrics)
     if merr then util.eprintf("kloop: --%s\n", merr) return 2 end
@@ -371,7 +466,7 @@ function M.run(strategy, path, args)
     util.eprintf("kloop: --llm-max-reply %s: give a size (bytes, or 512k, 1M)\n", opts.llm_max_reply)
     return 2
   end
-  local ctx = setmetatable({ task = task, opts = opts, history = {}, verdicts = {}, t0 = C.kl_now(), done_keys = {},
+  local ctx = setmetatable({ task = task, opts = opts, history = {}, verdicts = {}, stages = {}, t0 = C.kl_now(), done_keys = {},
     rng = rng.new(opts.seed), strategy = strategy, path = path, target = target, given = given }, Ctx)
   ctx.ev = eval.new(task, { deadline = opts.deadline > 0 and opts.deadline or nil,
     on_reevaluate = function(result) ctx:reevaluated(result) end,
@@ -397,10 +492,17 @@ function M.run(strategy, path, args)
       ctx.history[#ctx.history + 1] = cand
       ctx.done_keys[M.key(cand)] = true
       ctx.verdicts[cand.result.verdict] = (ctx.verdicts[cand.result.verdict] or 0) + 1
+      local stage = cand.result.stage or "full"
+      ctx.stages[stage] = (ctx.stages[stage] or 0) + 1
+      -- the reference of later screens: the stored screens' times, and a full result's screen
+      local st = stage == "screened" and cand.result.time_ms or (type(cand.result.screen) == "table" and cand.result.screen.time_ms)
+      if cand.result.verdict == "ok" and type(st) == "number" and (not ctx.best_screen or st < ctx.best_screen) then
+        ctx.best_screen = st
+      end
       if cand.proposer == "baseline" then
         ctx.baseline = cand
       else
-        if cand.result.verdict == "ok" and (not ctx.best or cand.result.time_ms < ctx.best.result.time_ms) then
+        if M.is_best_of(cand.result, ctx.best) then
           ctx.best = cand
         end
         ok, msg = protected("on_result", strategy.on_result, ctx, cand, cand.result)
@@ -562,6 +664,9 @@ function M.summary(ctx, status, reason)
   print(string.format("\nrun %s (%s) on %s: %d candidates in %.1f s (%.1f/min), seed %s",
     status, tostring(reason or ""), ctx.task.name, n - 1, dt, (n - 1) / math.max(dt, 1e-9) * 60, rng.format(ctx.opts.seed)))
   print("verdicts: " .. ctx:verdict_text())
+  if ctx.opts.cascade == "on" or (ctx.stages.screened or 0) > 0 then
+    print(string.format("stages: full %d, screened only %d", ctx.stages.full or 0, ctx.stages.screened or 0))
+  end
   local b = ctx.baseline and ctx.baseline.result
   if b and b.time_ms then print(string.format("baseline: %.4f ms", b.time_ms)) end
   if ctx.best then

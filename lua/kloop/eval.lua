@@ -149,15 +149,20 @@ function Evaluator:deadline(op, timing)
     local c = self.task.cost(size)
     return math.max(c.flops / math.max(bench.flops, 1), c.bytes / math.max(bench.bytes, 1), 0.01)
   end
-  -- verification: every size x (sets + a repeat); timing: at least min_reps, checks included
+  -- verification: every size x (sets + a repeat); timing: at least min_reps, checks included.
+  -- A screen verifies one size with one set, and its timing has no budget to spend.
   local launches = 0
-  for _, case in ipairs(taskmod.cases(self.task)) do launches = launches + (self.nsets + 1) * scale(case.size) end
+  if op == "screen" then
+    launches = scale(self:screen_case().size)
+  else
+    for _, case in ipairs(taskmod.cases(self.task)) do launches = launches + (self.nsets + 1) * scale(case.size) end
+  end
   timing = timing or {}
   local reps = (timing.min_reps or 5) + 3
   local ncand = op == "compare" and 2 or 1
   if op == "profile" then reps = reps + 4 + 16 end -- activity runs and metric passes
   local work = ncand * (launches + reps) * ref.ms * 1e-3
-  local budget = ncand * (timing.budget or 2.0)
+  local budget = ncand * (op == "screen" and 0 or timing.budget or 2.0)
   local s = M.DEADLINE_FLOOR + factor * work + 2 * budget
   return s, string.format("%.0fx the expected work (%.1f launches at the baseline's %.3f ms) + %.1f s of timing + %d s",
     factor, ncand * (launches + reps), ref.ms, 2 * budget, M.DEADLINE_FLOOR)
@@ -210,8 +215,31 @@ function Evaluator:compiler(opts)
     for _, o in ipairs(self.task.options or {}) do options[#options + 1] = o end
     for _, o in ipairs(extra) do options[#options + 1] = o end
   end
-  local copts = { arch = self.arch, dir = self.task.dir, options = options, defines = defines, name = opts.name }
+  local copts = { arch = self.arch, dir = self.task.dir, options = options, defines = defines, name = opts.name,
+    entries = opts.entries or self:entries() }
   return self:backend() == "host" and compile_host or compile, copts
+end
+
+-- The kernel names a candidate's module must resolve (C++ names are lowered through
+-- NVRTC's name expressions: kloop.compile): the task's entry and its plan's entries.
+function Evaluator:entries()
+  if self.entry_list then return self.entry_list end
+  local list, seen = {}, {}
+  local function add(e) if e and not seen[e] then seen[e] = true list[#list + 1] = e end end
+  add(self.task.entry)
+  local ok, p = pcall(plan.for_task, self.task, self.task.sizes.bench)
+  if ok then for _, k in ipairs(p) do add(k.entry) end end
+  self.entry_list = list
+  return list
+end
+
+-- Replaces the entry names of plans ({label -> kernels}) by the lowered ones a job found.
+local function lower_entries(plans, job)
+  local low = job and job.lowered or {}
+  if not next(low) then return end
+  for _, p in pairs(plans) do
+    for _, k in ipairs(p) do k.entry = low[k.entry] or k.entry end
+  end
 end
 
 function Evaluator:compile_source(src, opts)
@@ -299,14 +327,24 @@ function Evaluator:start()
   if not self.ref_job then
     local ref = self.task.reference
     local src = ref.baseline and self.task.source or ref.source
-    local job = self:compile_source(src, { name = ref.baseline and util.basename(self.task.kernel) or util.basename(ref.path) })
+    local job = self:compile_source(src, { name = ref.baseline and util.basename(self.task.kernel) or util.basename(ref.path),
+      entries = { ref.entry or self.task.entry } })
     if not job.ok then
       self:kill()
       return nil, "the reference does not compile:\n" .. compile.filter_log(job.log)
     end
     self.ref_job = job
   end
-  self.task_spec = self.task_spec or self:spec()
+  if not self.task_spec then
+    self.task_spec = self:spec()
+    -- a C++ reference resolves by its lowered name
+    local low = self.ref_job.lowered or {}
+    local spec = self.task_spec
+    spec.reference.entry = low[spec.reference.entry] or spec.reference.entry
+    for _, case in ipairs(spec.cases) do
+      for _, k in ipairs(case.ref_plan) do k.entry = low[k.entry] or k.entry end
+    end
+  end
   local own = {} -- kloop's own kernels the CUDA worker needs: the L2 flush and the state check
   if self:backend() == "cuda" then
     for _, k in ipairs({ { "flush", M.flush_source, "kloop_l2_flush.cu", "L2 flush" },
@@ -347,7 +385,7 @@ function Evaluator:plans(src, defines)
       if not p then return nil, err end
       out[case.label] = p
     else
-      out[case.label] = plan.for_task(self.task, case.size)
+      out[case.label] = plan.for_task(self.task, case.size, nil, plain)
       if block then
         local p, err = M.reshape(out[case.label], block)
         if not p then return nil, err end
@@ -393,6 +431,7 @@ function Evaluator:prepare(src, opts)
   end
   local plans, perr = self:plans(src, opts.defines)
   if not plans then return nil, { verdict = "launch_error", reason = "launch plan: " .. perr }, job end
+  lower_entries(plans, job)
   if self:backend() == "cuda" then
     -- large static device data is where a kernel would keep results between launches
     local image = util.read_file(job.cubin_path)
@@ -486,11 +525,53 @@ function Evaluator:evaluate(src, opts)
   local t0 = C.kl_now()
   local result = self:derive(self:submit("evaluate", src or self.task.source, opts,
     opts.verify_only and { verify_only = true } or nil))
+  result.stage = "full"
   result.wall_seconds = C.kl_now() - t0
   if result.verdict == "ok" and result.time_ms and (not self.work_ref or result.time_ms > self.work_ref.ms) then
     self.work_ref = { ms = result.time_ms } -- the slowest verified kernel sets derived deadlines
   end
   self:watch(src or self.task.source, opts, result)
+  return result
+end
+
+-- The cascade's first stage (docs/TASKS.md, "Stages"): the check size a screen verifies
+-- on (the cheapest by the task's cost model), and how many timed repetitions it takes.
+M.SCREEN_REPS = 3
+
+function Evaluator:screen_case()
+  if self.screen_cached then return self.screen_cached end
+  local best, best_w
+  for _, case in ipairs(taskmod.cases(self.task)) do
+    if not case.bench then
+      local c = self.task.cost(case.size)
+      local w = math.max(c.flops or 0, 0) + math.max(c.bytes or 0, 0)
+      if not best or w < best_w then best, best_w = case, w end
+    end
+  end
+  self.screen_cached = best or taskmod.cases(self.task)[1]
+  return self.screen_cached
+end
+
+-- Screens one candidate source (nil: the task's own kernel): compiled, verified on one
+-- check size with one input set, timed opts.reps (3) cold-cache repetitions at the bench
+-- size with no CI target. The result has stage = "screened"; it is never a best
+-- (kloop.driver promotes a candidate worth it to a full evaluation).
+function Evaluator:screen(src, opts)
+  opts = opts or {}
+  local t0 = C.kl_now()
+  local reps = opts.reps or self.opts.screen_reps or M.SCREEN_REPS
+  local sopts = {}
+  for k, v in pairs(opts) do sopts[k] = v end
+  sopts.timing = { min_reps = reps, max_reps = reps, budget = 0 }
+  local result = self:derive(self:submit("screen", src or self.task.source, sopts,
+    { screen_case = self:screen_case().label }))
+  result.stage = "screened"
+  result.wall_seconds = C.kl_now() - t0
+  -- a screened median is a real bench time: it may only lengthen derived deadlines
+  if result.verdict == "ok" and result.time_ms and (not self.work_ref or result.time_ms > self.work_ref.ms) then
+    self.work_ref = { ms = result.time_ms }
+  end
+  self:watch(src or self.task.source, sopts, result)
   return result
 end
 
@@ -504,15 +585,20 @@ M.SENTINEL_EVERY, M.SENTINEL_STREAK, M.SENTINEL_KEEP = 16, 4, 64
 local FAILED_VERIFICATION = { wrong = true, unwritten = true, nan = true, inputs_modified = true,
   nondeterministic = true, out_of_bounds = true }
 
+-- Screened results are judged too (evaluated again, as screens, when the sentinel
+-- fails), but only full verifications count: the known-good candidate, the count
+-- towards SENTINEL_EVERY and the streak of failures come from full evaluations alone.
 function Evaluator:watch(src, opts, result)
   if self.in_sentinel or self.opts.sentinel == false or result.infrastructure then return end
   local v = result.verdict
-  if v == "ok" and result.time_ms and (not self.sentinel or result.time_ms < self.sentinel.time_ms) then
+  local full = result.stage ~= "screened"
+  if full and v == "ok" and result.time_ms and (not self.sentinel or result.time_ms < self.sentinel.time_ms) then
     self.sentinel = { src = src, opts = { defines = opts.defines, name = opts.name }, time_ms = result.time_ms }
   end
   self.judged = self.judged or {}
   self.judged[#self.judged + 1] = { src = src, opts = opts, result = result }
   if #self.judged > M.SENTINEL_KEEP then table.remove(self.judged, 1) end
+  if not full then return end
   self.streak = FAILED_VERIFICATION[v] and (self.streak or 0) + 1 or 0
   self.since_sentinel = (self.since_sentinel or 0) + 1
   if self.sentinel and (self.since_sentinel >= M.SENTINEL_EVERY or self.streak >= M.SENTINEL_STREAK) then
@@ -539,7 +625,10 @@ function Evaluator:run_sentinel()
   local again = self.judged
   self.judged = {}
   for _, j in ipairs(again) do
-    local new = self:derive(self:submit("evaluate", j.src, j.opts))
+    local screened = j.result.stage == "screened"
+    local new = self:derive(self:submit(screened and "screen" or "evaluate", j.src, j.opts,
+      screened and { screen_case = self:screen_case().label } or nil))
+    new.stage = screened and "screened" or "full"
     local old = j.result
     local previous = { verdict = old.verdict, reason = old.reason, time_ms = old.time_ms }
     for k in pairs(old) do old[k] = nil end

@@ -551,18 +551,21 @@ end
 -- Verification: every case (check sizes, then bench) and every input set, with
 -- poisoned outputs, the reference comparison and unchanged inputs; then a
 -- determinism run per case. Returns nil when the candidate passes, or a verdict.
-local function verify(be, spec, cand)
-  for _, case in ipairs(state.cases) do
+-- scope (screening, docs/TASKS.md "Stages"): {cases = {case}, nsets = 1, determinism =
+-- false} narrows it to the cases and input sets given, with or without the repeat.
+local function verify(be, spec, cand, scope)
+  scope = scope or {}
+  for _, case in ipairs(scope.cases or state.cases) do
     local kernels = cand.plans[case.label]
     local params = build_params(spec, case)
-    for s = 1, spec.nsets do
+    for s = 1, scope.nsets or spec.nsets do
       local v, fatal = run_once(be, spec, case, s, kernels, params)
       if not v then v, fatal = check_launch(be, spec, case, s) end
       if not v then v, fatal = check_outputs(be, spec, case, s, 1) end
       if v then return fail_with(cand, v, fatal) end
     end
-    local last = spec.nsets
-    for i, a in ipairs(spec.args) do
+    local last = scope.nsets or spec.nsets
+    for i, a in ipairs(scope.determinism ~= false and spec.args or {}) do
       if a.pointer and a.role ~= "input" then
         be.d2h(state.scratch[2], case.dev[i], case.bytes[i])
         local v, fatal = run_once(be, spec, case, last, kernels, params)
@@ -683,14 +686,34 @@ local function timing_result(samples, cand, floor_ms)
   return result
 end
 
+-- The case a screen verifies on: the one labelled req.screen_case (the parent picks the
+-- cheapest check size by the task's cost model), else the check case with the fewest
+-- bytes of buffers.
+local function screen_case(req)
+  local best, best_bytes
+  for _, case in ipairs(state.cases) do
+    if req.screen_case and case.label == req.screen_case then return case end
+    local bytes = 0
+    for _, b in pairs(case.bytes) do bytes = bytes + b end
+    if not case.bench and (not best or bytes < best_bytes) then best, best_bytes = case, bytes end
+  end
+  return best or bench_case()
+end
+
 -- Evaluates one candidate: req = {cubin, plans = {label -> plan}, timing = {...}, floor_ms}.
+-- req.stage = "screen": the first stage of the cascade (docs/TASKS.md, "Stages"): one
+-- check size with one input set and no determinism run, then a few timed repetitions
+-- of the bench size (req.timing says how many; their outputs are verified as always).
+-- The state checks after the candidate are the same for both stages.
 function M.evaluate(be, req)
   if not state then return { verdict = "launch_error", reason = "worker has no task (setup first)" } end
   local spec = state.spec
   local t0 = C.kl_now()
   local cand, v = load_candidate(be, req)
   if not cand then return after_candidate(be, v) end
-  local result = verify(be, spec, cand)
+  local screening = req.stage == "screen"
+  local scase = screening and screen_case(req) or nil
+  local result = verify(be, spec, cand, screening and { cases = { scase }, nsets = 1, determinism = false } or nil)
   if not result and req.verify_only then
     result = { verdict = "ok", reason = "verified on " .. #state.cases .. " sizes x " .. spec.nsets .. " input sets (not timed)",
       resources = cand.resources, verified_only = true }
@@ -699,10 +722,21 @@ function M.evaluate(be, req)
     local samples, _, tv, fatal = time_interleaved(be, spec, { cand }, req.timing)
     result = samples and timing_result(samples[1], cand, req.floor_ms) or fail_with(cand, tv, fatal)
     if samples and be.sample then result.clocks = { before = before, after = be.sample() } end
+    if samples and screening and result.verdict == "ok" then
+      result.reason = string.format("screened: verified on %s x 1 input set; timed %d repetitions at the bench size",
+        scase.label, #samples[1])
+    end
   end
+  if screening then result.stage, result.screen_case = "screened", scase.label end
   be.unload(cand.mod)
   result.eval_seconds = C.kl_now() - t0
   return after_candidate(be, result)
+end
+
+-- The screening stage as a request of its own (worker op "screen").
+function M.screen(be, req)
+  req.stage = "screen"
+  return M.evaluate(be, req)
 end
 
 -- Profiles one candidate on the bench case, never inside the timing: verification

@@ -123,6 +123,14 @@ ALTER TABLE llm_calls ADD COLUMN outcome TEXT;
 ALTER TABLE llm_calls ADD COLUMN attempt INTEGER;
 ALTER TABLE llm_calls ADD COLUMN kind TEXT;
 ]],
+  -- 3: the stage of the evaluation cascade an evaluation reached (docs/TASKS.md,
+  -- "Stages"): 'screened' (one check size, one input set, a few timed repetitions) or
+  -- 'full' (the whole protocol). Rows written before it are full evaluations; only full
+  -- ones are bests.
+  [3] = [[
+ALTER TABLE evaluations ADD COLUMN stage TEXT;
+UPDATE evaluations SET stage = 'full';
+]],
 }
 
 M.PROPOSERS = { tune = true, llm = true, baseline = true, user = true }
@@ -700,7 +708,7 @@ local EVAL_COLUMNS = { verdict = true, reason = true, evidence = true, compile_l
   resources = true, samples = true, reps = true, time_ms = true, ci_ms = true, min_ms = true, spread = true,
   tflops = true, gbps = true, frac_peak = true, bound = true, floor_ms = true, profile = true, metrics = true,
   gpu = true, arch = true, compile_seconds = true, compile_cached = true, eval_seconds = true,
-  wall_seconds = true, created_at = true }
+  wall_seconds = true, created_at = true, stage = true }
 
 -- Records an Evaluator result table for a candidate: id, or nil, msg.
 function DB:add_evaluation(candidate_id, r)
@@ -720,14 +728,15 @@ function DB:add_evaluation(candidate_id, r)
   local id, err = self:write([[INSERT INTO evaluations (candidate_id, verdict, reason, evidence_json, compile_log,
       resources_json, samples_json, reps, median_ms, ci_lo_ms, ci_hi_ms, min_ms, spread, tflops, gbps, frac_peak,
       bound, floor_ms, profile_json, gpu, arch, compile_seconds, compile_cached, eval_seconds, wall_seconds,
-      extra_json, created_at)
+      extra_json, created_at, stage)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-      coalesce(?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))]],
+      coalesce(?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')), ?)]],
     candidate_id, r.verdict, M.scrub_text(r.reason), M.to_json(r.evidence), M.scrub_text(log),
     M.to_json(r.resources), M.to_json(r.samples), num(r.reps), num(r.time_ms), num(ci[1]), num(ci[2]),
     num(r.min_ms), num(r.spread), num(r.tflops), num(r.gbps), num(r.frac_peak), r.bound, num(r.floor_ms),
     M.to_json(r.profile or r.metrics), gpu, r.arch, num(r.compile_seconds), r.compile_cached,
-    num(r.eval_seconds), num(r.wall_seconds), next(extra) and M.to_json(extra) or nil, r.created_at)
+    num(r.eval_seconds), num(r.wall_seconds), next(extra) and M.to_json(extra) or nil, r.created_at,
+    r.stage == "screened" and "screened" or "full")
   if not id then
     if err:find("FOREIGN KEY", 1, true) then return nil, "no candidate " .. tostring(candidate_id) end
     return nil, err
@@ -826,6 +835,13 @@ local function as_result(e)
   return e
 end
 
+-- Only full evaluations are bests (docs/TASKS.md, "Stages"). A store read as it is at
+-- a schema before version 3 has no stage column: every evaluation there was full.
+local function full_only(db, sql)
+  local cond = (db.version or #M.migrations) >= 3 and "AND coalesce(e.stage, 'full') = 'full'" or ""
+  return (sql:gsub("@FULL@", cond))
+end
+
 local RUN_SUMMARY = [[
 SELECT r.id, r.strategy_path, r.strategy_hash, r.task_name, r.task_path, r.options_json, r.budget_json, r.seed,
   r.kloop_version, r.hostname, r.pid, r.gpu_name, r.gpu_arch, r.driver_version, r.cuda_version, r.nvrtc_version,
@@ -836,9 +852,9 @@ SELECT r.id, r.strategy_path, r.strategy_hash, r.task_name, r.task_path, r.optio
   (SELECT count(DISTINCT e.candidate_id) FROM evaluations e JOIN candidates c ON c.id = e.candidate_id
     WHERE c.run_id = r.id AND e.verdict = 'ok') AS n_ok,
   (SELECT min(e.median_ms) FROM evaluations e JOIN candidates c ON c.id = e.candidate_id
-    WHERE c.run_id = r.id AND e.verdict = 'ok') AS best_ms,
+    WHERE c.run_id = r.id AND e.verdict = 'ok' @FULL@) AS best_ms,
   (SELECT min(e.median_ms) FROM evaluations e JOIN candidates c ON c.id = e.candidate_id
-    WHERE c.run_id = r.id AND e.verdict = 'ok' AND c.proposer = 'baseline') AS baseline_ms
+    WHERE c.run_id = r.id AND e.verdict = 'ok' AND c.proposer = 'baseline' @FULL@) AS baseline_ms
 FROM runs r]]
 
 local function summarize(row)
@@ -855,7 +871,7 @@ end
 -- Every run, oldest first, with counts, best time and speedup over the baseline.
 function DB:runs()
   check_open(self)
-  local rows = assert(self:query(RUN_SUMMARY .. " ORDER BY r.id"))
+  local rows = assert(self:query(full_only(self, RUN_SUMMARY) .. " ORDER BY r.id"))
   for _, r in ipairs(rows) do summarize(r) end
   return M.array(rows)
 end
@@ -863,7 +879,7 @@ end
 -- One run with its strategy text and summary: row, or nil, msg.
 function DB:run(id)
   check_open(self)
-  local rows = assert(self:query(RUN_SUMMARY .. " WHERE r.id = ?", id))
+  local rows = assert(self:query(full_only(self, RUN_SUMMARY) .. " WHERE r.id = ?", id))
   if not rows[1] then return nil, "no run " .. tostring(id) end
   local row = summarize(rows[1])
   local t = assert(self:query("SELECT strategy_text FROM runs WHERE id = ?", id))
@@ -949,20 +965,22 @@ FROM anc JOIN candidates c ON c.id = anc.id GROUP BY c.id ORDER BY depth, c.id]]
   return M.array(rows)
 end
 
--- The verified candidate with the lowest median (in a run, or in every run when run_id
--- is nil): candidate row with .evaluation the best one, or nil, msg.
+-- The verified candidate with the lowest median of a full evaluation (a screened one is
+-- never a best; in a run, or in every run when run_id is nil): candidate row with .evaluation the best one, or nil, msg.
 function DB:best(run_id)
   check_open(self)
   local rows
   if run_id ~= nil then
     local exists = assert(self:query("SELECT id FROM runs WHERE id = ?", run_id))
     if not exists[1] then return nil, "no run " .. tostring(run_id) end
-    rows = assert(self:query([[SELECT e.id AS eid, e.candidate_id FROM evaluations e
+    rows = assert(self:query(full_only(self, [[SELECT e.id AS eid, e.candidate_id FROM evaluations e
       JOIN candidates c ON c.id = e.candidate_id
-      WHERE c.run_id = ? AND e.verdict = 'ok' AND e.median_ms IS NOT NULL ORDER BY e.median_ms, e.id LIMIT 1]], run_id))
+      WHERE c.run_id = ? AND e.verdict = 'ok' AND e.median_ms IS NOT NULL @FULL@
+      ORDER BY e.median_ms, e.id LIMIT 1]]), run_id))
   else
-    rows = assert(self:query([[SELECT e.id AS eid, e.candidate_id FROM evaluations e
-      WHERE e.verdict = 'ok' AND e.median_ms IS NOT NULL ORDER BY e.median_ms, e.id LIMIT 1]]))
+    rows = assert(self:query(full_only(self, [[SELECT e.id AS eid, e.candidate_id FROM evaluations e
+      WHERE e.verdict = 'ok' AND e.median_ms IS NOT NULL @FULL@
+      ORDER BY e.median_ms, e.id LIMIT 1]])))
   end
   if not rows[1] then
     return nil, run_id and ("no verified candidate in run " .. tostring(run_id)) or "no verified candidate in the store"

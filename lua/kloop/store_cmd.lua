@@ -277,7 +277,10 @@ local function show_run(db, id, opts)
       local speed = (e.verdict == "ok" and run.baseline_ms and e.median_ms and e.median_ms > 0)
         and fmt_x(run.baseline_ms / e.median_ms) or "-"
       rows[#rows + 1] = { "c:" .. c.id, c.proposer, #parents > 0 and table.concat(parents, ",") or "-",
-        params_text(c.params) or "-", e.verdict or "(not evaluated)", M.fmt_ms(e.median_ms), speed }
+        params_text(c.params) or "-",
+        -- a screened result is no full evaluation (docs/TASKS.md, "Stages"): said so
+        e.verdict and (e.verdict .. (e.stage == "screened" and " (screened)" or "")) or "(not evaluated)",
+        M.fmt_ms(e.median_ms), speed }
     end
     print_table({ "CANDIDATE", "PROPOSER", "PARENTS", "PARAMS", "VERDICT", "MEDIAN", "SPEEDUP" }, rows)
   end
@@ -605,7 +608,7 @@ local function provenance(c, run)
     evaluation = c.evaluation and {
       verdict = e.verdict, reason = e.reason, median_ms = e.median_ms, ci_ms = e.ci_ms, min_ms = e.min_ms,
       spread = e.spread, reps = e.reps, tflops = e.tflops, gbps = e.gbps, frac_peak = e.frac_peak, bound = e.bound,
-      gpu = e.gpu, arch = e.arch, resources = e.resources, created_at = e.created_at,
+      gpu = e.gpu, arch = e.arch, resources = e.resources, created_at = e.created_at, stage = e.stage,
     } or nil,
     baseline_ms = run.baseline_ms,
     speedup = (e.verdict == "ok" and run.baseline_ms and e.median_ms and e.median_ms > 0)
@@ -658,6 +661,9 @@ function M.export(argv)
     h[#h + 1] = string.format("// verdict %s, median %s (95%% CI %s .. %s)%s on %s %s", e.verdict, M.fmt_ms(e.median_ms),
       M.fmt_ms(e.ci_lo_ms), M.fmt_ms(e.ci_hi_ms),
       prov.speedup and string.format(", %.2fx the baseline,", prov.speedup) or "", e.gpu or "?", e.arch or "")
+    if e.stage == "screened" then
+      h[#h + 1] = "// screened only (one check size, one input set, a few timed runs): not fully evaluated"
+    end
   else
     h[#h + 1] = "// not evaluated"
   end

@@ -25,7 +25,8 @@ end
 
 -- Requests that run candidates: each is the protocol function of the same name and
 -- always answers with a result table (a failing candidate is a verdict, not an error).
-local CANDIDATE_OPS = { evaluate = true, compare = true, profile = true }
+-- (screen: the cascade's first stage, protocol.screen)
+local CANDIDATE_OPS = { evaluate = true, screen = true, compare = true, profile = true }
 
 function M.main(args)
   cjson.encode_sparse_array(true)

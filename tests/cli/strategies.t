@@ -108,7 +108,7 @@ run ends interrupted, and --resume evaluates that candidate again (the same row)
   interrupted|0
   $ kloop "$KLOOP_SRC/strategies/tune.lua" "$S" --resume 1 --timing-budget 0.02 --quiet=false | grep -E '^resumed|D=3'
   resumed run 1: * evaluations restored, 1 interrupted evaluated again (glob)
-  [  *] timeout                               D=3 (glob)
+  [  *] timeout                               D=3* (glob)
   $ sqlite3 sigint.db "SELECT e.verdict FROM evaluations e WHERE e.candidate_id IN ($D3); SELECT count(*) FROM candidates WHERE params_json = '{\"D\":3}'"
   timeout
   1

@@ -29,6 +29,19 @@ describe("kloop.eval deadlines", function()
     assert.is_true(p > s)
   end)
 
+  it("gives a screen a smaller deadline than a full evaluation (one size, no timing budget)", function()
+    local ev = eval.new(gemm_task())
+    ev.work_ref = { ms = 275.8 }
+    local full = ev:deadline("evaluate", { budget = 1 })
+    local screen, src = ev:deadline("screen", { min_reps = 3, max_reps = 3, budget = 0 })
+    assert.is_true(screen < full, string.format("screen %.1f s, full %.1f s", screen, full))
+    assert.is_true(screen > eval.DEADLINE_FLOOR)
+    assert.matches("0.0 s of timing", src, 1, true)
+    -- the cheapest check size by the cost model
+    assert.is_not_true(ev:screen_case().bench)
+    assert.are_not.equal("bench", ev:screen_case().label)
+  end)
+
   it("scales with the work: a kernel ten times slower gets a longer deadline", function()
     local ev = eval.new(gemm_task())
     ev.work_ref = { ms = 1 }
@@ -114,6 +127,19 @@ describe("kloop.eval sentinel", function()
     assert.are.equal("sentinel", ev.calls[#ev.calls])
     assert.are.equal(1, ev.sentinel_runs)
     assert.is_nil(ev.killed)
+  end)
+
+  it("counts only full verifications: screens neither run it nor become the known-good candidate", function()
+    local ev = scripted({ fast = { verdict = "ok", time_ms = 1 }, good = { verdict = "ok", time_ms = 2 },
+      bad = { verdict = "wrong" }, sentinel = { verdict = "ok" } })
+    for _ = 1, eval.SENTINEL_EVERY * 2 do ev:screen("fast") end
+    for _ = 1, eval.SENTINEL_STREAK * 2 do ev:screen("bad") end
+    assert.is_nil(ev.sentinel_runs)
+    assert.is_nil(ev.sentinel)
+    ev:evaluate("good")
+    assert.are.equal("good", ev.sentinel.src)
+    for _ = 1, eval.SENTINEL_STREAK do ev:evaluate("bad") end
+    assert.are.equal(1, ev.sentinel_runs)
   end)
 
   it("runs every SENTINEL_EVERY candidates", function()

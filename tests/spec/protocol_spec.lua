@@ -353,3 +353,79 @@ describe("kloop.protocol: guard zones and the worker's state", function()
     assert.is_nil(r.time_ms)
   end)
 end)
+
+describe("kloop.protocol: the screening stage (docs/TASKS.md, Stages)", function()
+  setup(function() assert(protocol.setup(sim, SPEC, REF)) end)
+  -- every launch of the candidate is logged (M of its size), across module reloads
+  local LOGGED = [[gemm = function(p) local M, N, K, A, B, C = g.args(p)
+    _G.kloop_launches = _G.kloop_launches or {}
+    table.insert(_G.kloop_launches, M)
+    g.gemm(M, N, K, A, B, C) end]]
+  local function launches(fn)
+    _G.kloop_launches = {}
+    local r = fn()
+    local by = {}
+    for _, m in ipairs(_G.kloop_launches) do by[m] = (by[m] or 0) + 1 end
+    _G.kloop_launches = nil
+    return r, by
+  end
+  local SCREEN_TIMING = { min_reps = 3, max_reps = 3, budget = 0 }
+
+  it("verifies one size with one input set, then times a few bench repetitions", function()
+    local r, by = launches(function()
+      return evaluate(LOGGED, { stage = "screen", screen_case = "check2", timing = SCREEN_TIMING })
+    end)
+    assert.are.equal("ok", r.verdict, r.reason)
+    assert.are.equal("screened", r.stage)
+    assert.are.equal("check2", r.screen_case)
+    assert.are.equal(3, r.reps)
+    -- check2 (M = 1) once: one set, no repeat; check1 (M = 5) never; bench (M = 16) only timed
+    assert.are.same({ [1] = 1, [16] = 3 }, by)
+    assert.matches("screened: verified on check2 x 1 input set; timed 3 repetitions", r.reason, 1, true)
+    -- the full protocol for comparison: every size x 2 sets + a repeat, then the timing
+    local f, fby = launches(function() return evaluate(LOGGED) end)
+    assert.are.equal("ok", f.verdict, f.reason)
+    assert.is_nil(f.stage)
+    assert.are.equal(3, fby[1])
+    assert.are.equal(3, fby[5])
+    assert.is_true(fby[16] >= 3 + 3)
+  end)
+
+  it("picks the check case with the fewest bytes when the parent names none (the screen op)", function()
+    local req = { cubin = module(LOGGED), plans = plans(), timing = SCREEN_TIMING }
+    local r = protocol.screen(sim, req)
+    assert.are.equal("ok", r.verdict, r.reason)
+    assert.are.equal("check2", r.screen_case) -- 1x3x9: 39 floats against check1's 71
+  end)
+
+  it("passes a kernel wrong only on another check size, which the full protocol fails", function()
+    local WRONG_ON_CHECK1 = [[gemm = function(p) local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C)
+      if M == 5 then C[2] = C[2] + 1 end end]]
+    local r = evaluate(WRONG_ON_CHECK1, { stage = "screen", screen_case = "check2", timing = SCREEN_TIMING })
+    assert.are.equal("ok", r.verdict, r.reason)
+    assert.are.equal("screened", r.stage)
+    local f = evaluate(WRONG_ON_CHECK1)
+    assert.are.equal("wrong", f.verdict)
+    assert.are.equal("check1", f.evidence.case)
+  end)
+
+  it("still verifies the timed outputs at the bench size, and checks the state after the candidate", function()
+    local WRONG_ON_BENCH = [[gemm = function(p) local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C)
+      if M == 16 then C[0] = C[0] + 1 end end]]
+    local r = evaluate(WRONG_ON_BENCH, { stage = "screen", screen_case = "check2", timing = SCREEN_TIMING })
+    assert.are.equal("wrong", r.verdict)
+    assert.are.equal("screened", r.stage)
+    assert.matches("timed launch 1", r.reason, 1, true)
+    -- a far write into kloop's copy of another size's input is caught after a screen too
+    local o = evaluate([[gemm = function(p)
+      local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C)
+      local st = require("kloop.protocol").debug_state()
+      ffi.cast("float*", st.cases[3].sets[2].dev_inputs[4])[17] = 0 end]],
+      { stage = "screen", screen_case = "check2", timing = SCREEN_TIMING })
+    assert.are.equal("out_of_bounds", o.verdict, o.reason)
+    assert.are.equal("screened", o.stage)
+    assert.matches("kloop's copy of input A %(bench, set 2%)", o.reason)
+    local again = evaluate([[gemm = function(p) g.gemm(g.args(p)) end]])
+    assert.are.equal("ok", again.verdict, again.reason)
+  end)
+end)

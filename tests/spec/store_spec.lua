@@ -366,29 +366,39 @@ describe("kloop.store schema versions", function()
   it("applies appended migrations in order, each in its own transaction", function()
     local old = fresh_path()
     raw_exec(old, fixture)
-    local migrations = { store.migrations[1],
+    local n = store.schema_version()
+    local function released(...)
+      local out = {}
+      for i = 1, n do out[i] = store.migrations[i] end
+      for _, step in ipairs({ ... }) do out[#out + 1] = step end
+      return out
+    end
+    local migrations = released(
       "ALTER TABLE candidates ADD COLUMN flavor TEXT; UPDATE candidates SET flavor = 'vanilla';",
-      function(db) return db:write("UPDATE candidates SET flavor = 'mint' WHERE id = 2") end }
+      function(db) return db:write("UPDATE candidates SET flavor = 'mint' WHERE id = 2") end)
     local db = assert(store.open(old, { migrations = migrations }))
-    assert.are.equal(3, db:query("PRAGMA user_version")[1].user_version)
+    assert.are.equal(n + 2, db:query("PRAGMA user_version")[1].user_version)
     local rows = db:query("SELECT id, flavor FROM candidates ORDER BY id")
     assert.are.same({ { id = 1, flavor = "vanilla" }, { id = 2, flavor = "mint" } }, rows)
+    -- migration 3: every evaluation of a version 1 store was a full one
+    local stages = db:query("SELECT DISTINCT stage FROM evaluations")
+    assert.are.same({ { stage = "full" } }, stages)
     db:close()
     -- a failing step leaves the database at the last good version
     local bad = fresh_path()
     raw_exec(bad, fixture)
-    local ok, err = store.open(bad, { migrations = { store.migrations[1], "ALTER TABLE candidates ADD COLUMN a TEXT;",
-      "ALTER TABLE nonesuch ADD COLUMN b TEXT;" } })
+    local ok, err = store.open(bad, { migrations = released("ALTER TABLE candidates ADD COLUMN a TEXT;",
+      "ALTER TABLE nonesuch ADD COLUMN b TEXT;") })
     assert.is_nil(ok)
-    assert.matches("migration to schema version 3 failed", err, 1, true)
-    db = assert(store.open(bad, { migrations = { store.migrations[1], "ALTER TABLE candidates ADD COLUMN a TEXT;" } }))
-    assert.are.equal(2, db:query("PRAGMA user_version")[1].user_version)
+    assert.matches("migration to schema version " .. (n + 2) .. " failed", err, 1, true)
+    db = assert(store.open(bad, { migrations = released("ALTER TABLE candidates ADD COLUMN a TEXT;") }))
+    assert.are.equal(n + 1, db:query("PRAGMA user_version")[1].user_version)
     db:close()
-    -- and this kloop, which knows fewer versions than 3, refuses the migrated file
+    -- and this kloop, which knows fewer versions, refuses the migrated file
     ok, err = store.open(old)
     assert.is_nil(ok)
     assert.matches(old, err, 1, true)
-    assert.matches("schema version 3 is newer than this kloop understands (it knows up to " .. store.schema_version() .. ")", err, 1, true)
+    assert.matches("schema version " .. (n + 2) .. " is newer than this kloop understands (it knows up to " .. n .. ")", err, 1, true)
   end)
 
   it("refuses a newer database, a foreign one and a file that is not SQLite, naming the file", function()

@@ -1,0 +1,125 @@
+-- tests/spec/cascade_spec.lua: the driver's side of the evaluation cascade (ctx:evaluate
+-- with --cascade on): who is screened, who is promoted to the full protocol, what a
+-- strategy sees, and that only full evaluations are bests. The evaluator is a double.
+local driver = require("kloop.driver")
+
+-- scripted: source -> {screen = result, full = result}; calls logs "screen x" / "full x"
+local function fake_ev(script)
+  local ev = { calls = {} }
+  local function copy(t) local o = {} for k, v in pairs(t) do o[k] = v end return o end
+  function ev:backend() return "host" end
+  function ev:screen(src)
+    self.calls[#self.calls + 1] = "screen " .. src
+    local r = copy(assert(script[src].screen, "no screen for " .. src))
+    r.stage = "screened"
+    return r
+  end
+  function ev:evaluate(src)
+    self.calls[#self.calls + 1] = "full " .. src
+    local r = copy(assert(script[src].full, "no full result for " .. src))
+    r.stage = "full"
+    return r
+  end
+  return ev
+end
+
+local function ctx_with(ev, opts)
+  local o = { quiet = true, profile = "none", timing_budget = 0.1, cascade = "on", cascade_margin = 1.5,
+    screen_reps = 3, budget = 100 }
+  for k, v in pairs(opts or {}) do o[k] = v end
+  return setmetatable({ ev = ev, opts = o, history = {}, verdicts = {}, stages = {} }, driver.Ctx)
+end
+
+local OK = function(ms) return { verdict = "ok", time_ms = ms } end
+
+describe("the evaluation cascade (ctx:evaluate)", function()
+  it("screens, promotes within the margin of the best screen, and takes bests from full evaluations only", function()
+    local ev = fake_ev({
+      base = { screen = OK(1.0), full = OK(3.0) },
+      near = { screen = OK(1.4), full = OK(2.5) },      -- within 1.5 x 1.0: promoted
+      far = { screen = OK(1.8) },                        -- 1.8 > 1.5: screened only, though below the best full
+      liar = { screen = OK(0.5), full = { verdict = "wrong", reason = "check1" } }, -- wrong on another size
+      after = { screen = OK(1.45), full = OK(2.4) },     -- the liar's screen is no reference: promoted
+      bad = { screen = { verdict = "wrong", reason = "check2" } },
+      asked = { full = OK(5.0) },                        -- full = true: straight to full
+    })
+    local ctx = ctx_with(ev)
+    local base = { source = "base", proposer = "baseline" }
+    ctx:evaluate(base)
+    ctx.baseline = base
+    assert.are.equal("full", base.result.stage)
+    assert.are.equal(1.0, base.result.screen.time_ms)
+    assert.are.equal(base, ctx.best)
+    local near = { source = "near", proposer = "tune" }
+    ctx:evaluate(near)
+    assert.are.equal("full", near.result.stage)
+    assert.are.equal(near, ctx.best)
+    local far = { source = "far", proposer = "tune" }
+    local r = ctx:evaluate(far)
+    assert.are.equal("screened", r.stage)
+    assert.are.equal("ok", r.verdict)
+    assert.are.equal(near, ctx.best) -- 1.8 ms screened is never a best over 2.5 ms full
+    assert.is_nil(far.improved)
+    local liar = { source = "liar", proposer = "tune" }
+    ctx:evaluate(liar)
+    assert.are.equal("wrong", liar.result.verdict)
+    assert.are.equal("full", liar.result.stage)
+    assert.are.equal(near, ctx.best)
+    local after = { source = "after", proposer = "tune" }
+    ctx:evaluate(after)
+    assert.are.equal("full", after.result.stage)
+    assert.are.equal(after, ctx.best)
+    local bad = { source = "bad", proposer = "tune" }
+    ctx:evaluate(bad)
+    assert.are.equal("wrong", bad.result.verdict)
+    assert.are.equal("screened", bad.result.stage)
+    local asked = { source = "asked", proposer = "tune", full = true }
+    ctx:evaluate(asked)
+    assert.are.equal("full", asked.result.stage)
+    assert.is_nil(asked.result.screen)
+    assert.are.same({ "screen base", "full base", "screen near", "full near", "screen far", "screen liar", "full liar",
+      "screen after", "full after", "screen bad", "full asked" }, ev.calls)
+    -- each candidate counts once against the budget, whatever stage it reached
+    assert.are.equal(7, #ctx.history)
+    assert.are.same({ full = 5, screened = 2 }, ctx.stages)
+  end)
+
+  it("with the cascade off, evaluates every candidate fully, as before", function()
+    local ev = fake_ev({ a = { full = OK(2.0) }, b = { full = OK(1.0) } })
+    local ctx = ctx_with(ev, { cascade = "off" })
+    ctx:evaluate({ source = "a", proposer = "baseline" })
+    ctx:evaluate({ source = "b", proposer = "tune" })
+    assert.are.same({ "full a", "full b" }, ev.calls)
+    assert.are.same({ full = 2 }, ctx.stages)
+    assert.are.equal("b", ctx.best.source)
+  end)
+
+  it("promotes a screened candidate when the strategy asks (ctx:promote), without spending budget", function()
+    local ev = fake_ev({ base = { screen = OK(1.0), full = OK(3.0) }, far = { screen = OK(2.0), full = OK(2.9) },
+      bad = { screen = { verdict = "wrong" } } })
+    local ctx = ctx_with(ev)
+    ctx:evaluate({ source = "base", proposer = "baseline" })
+    local far = { source = "far", proposer = "tune" }
+    ctx:evaluate(far)
+    assert.are.equal("screened", far.result.stage)
+    local r = assert(ctx:promote(far))
+    assert.are.equal("full", r.stage)
+    assert.are.equal(2.0, r.screen.time_ms)
+    assert.are.equal(far, ctx.best)
+    assert.are.equal(r, far.result)
+    assert.are.same({ full = 2 }, { full = ctx.stages.full, screened = ctx.stages.screened ~= 0 and ctx.stages.screened or nil })
+    assert.are.equal(2, #ctx.history)
+    local bad = { source = "bad", proposer = "tune" }
+    ctx:evaluate(bad)
+    local none, why = ctx:promote(bad)
+    assert.is_nil(none)
+    assert.matches("screen failed", why)
+  end)
+
+  it("does not profile a screened result", function()
+    local ctx = ctx_with(fake_ev({}))
+    local none, why = ctx:profile({ source = "x", result = { verdict = "ok", stage = "screened", time_ms = 1 } })
+    assert.is_nil(none)
+    assert.matches("screened", why)
+  end)
+end)
