@@ -83,12 +83,7 @@ function M.main(argv)
   if not defines then util.eprintf("kloop compile: --params: %s\n", derr) return 2 end
   -- a parameter the kernel does not #define itself gets its first value (a Kernel Tuner
   -- kernel has no defaults of its own); --params wins
-  local point = {}
-  for k, v in pairs(taskmod.default_point(task.params)) do
-    if defines[k] == nil and not src:find("#%s*define%s+" .. k .. "[^%w_]") then point[k] = v end
-  end
-  for k, v in pairs(defines) do point[k] = v end
-  defines = point
+  defines = taskmod.fill_defaults(task, src, defines)
   -- C++ entries (templates, no extern "C") are found through NVRTC's name expressions
   local entries = { task.entry }
   local okp, tp = pcall(plan.for_task, task, task.sizes.bench, nil, defines)

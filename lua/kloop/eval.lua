@@ -207,8 +207,9 @@ function M.split_implicit(defines)
   return plain, options, block
 end
 
-function Evaluator:compiler(opts)
+function Evaluator:compiler(opts, src)
   local defines, extra = M.split_implicit(opts.defines)
+  defines = taskmod.fill_defaults(self.task, src or self.task.source, defines)
   local options = self.task.options
   if #extra > 0 then
     options = {}
@@ -243,7 +244,7 @@ local function lower_entries(plans, job)
 end
 
 function Evaluator:compile_source(src, opts)
-  local compiler, copts = self:compiler(opts)
+  local compiler, copts = self:compiler(opts, src)
   return compiler.compile(src, copts)
 end
 
@@ -457,7 +458,7 @@ function Evaluator:precompile(cands)
   if not ok then return end
   local jobs = {}
   for _, c in ipairs(cands) do
-    local _, copts = self:compiler(c)
+    local _, copts = self:compiler(c, c.source or self.task.source)
     local job = compile.prepare(c.source or self.task.source, copts)
     if job then jobs[#jobs + 1] = job end
   end

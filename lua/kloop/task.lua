@@ -334,6 +334,18 @@ function M.default_point(params)
   return p
 end
 
+-- The point a source is compiled at: `defines`, plus the first value of each declared
+-- parameter that neither `defines` nor a `#define` in the source sets (a Kernel Tuner
+-- kernel has no defaults of its own; a kloop kernel's #ifndef defaults stay its own).
+function M.fill_defaults(task, src, defines)
+  local point = {}
+  for k, v in pairs(M.default_point(task.params)) do
+    if (defines == nil or defines[k] == nil) and not (src or ""):find("#%s*define%s+" .. k .. "[^%w_]") then point[k] = v end
+  end
+  for k, v in pairs(defines or {}) do point[k] = v end
+  return point
+end
+
 -- Evaluates a size expression ("M*K", a number or a function of the sizes).
 function M.eval_size(expr, sizes, file, field)
   if type(expr) == "number" then return expr end

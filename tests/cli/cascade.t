@@ -1,5 +1,5 @@
-The evaluation cascade on a host task (docs/TASKS.md, "Stages"): tune screens every
-candidate and fully evaluates only those within the margin of the best screen; the
+The evaluation cascade on a host task (docs/TASKS.md, "Stages"): with --cascade on,
+tune screens every candidate and fully evaluates only those within the margin of the best screen; the
 store says which stage each evaluation reached, and only full ones are bests.
 
   $ kloop() { "$KLOOP" "$@"; }
@@ -7,10 +7,10 @@ store says which stage each evaluation reached, and only full ones are bests.
   $ T="$KLOOP_SRC/examples/cpu/sgemm_blocked.c"
   $ TUNE="$KLOOP_SRC/strategies/tune.lua"
 
-On by default for tune. With a margin of 1 only a new fastest screen is promoted; each
+Asked for with --cascade on. With a margin of 1 only a new fastest screen is promoted; each
 progress line says the stage its candidate reached, the summary counts them:
 
-  $ kloop "$TUNE" "$T" --budget 12 --seed 4 --timing-budget 0.05 --method random --cascade-margin 1 > on.txt; echo "exit $?"
+  $ kloop "$TUNE" "$T" --budget 12 --seed 4 --timing-budget 0.05 --method random --cascade on --cascade-margin 1 > on.txt; echo "exit $?"
   exit 0
   $ grep -c '^\[.*  \[\(screened\|full\)\]$' on.txt
   13

@@ -218,3 +218,14 @@ describe("kloop.import_kt", function()
       refusal(function(t) t.KernelSpecification.Arguments[3] = nil end), 1, true)
   end)
 end)
+
+describe("the point a source is compiled at", function()
+  local taskmod = require("kloop.task")
+  it("fills a parameter the source does not #define with its first value, keeps the source's own", function()
+    local task = { params = { block_size_x = { 128, 256 }, BM = { 32, 64 } } }
+    local src = "#ifndef BM\n#define BM 64\n#endif\n__global__ void k() { int b = block_size_x; }\n"
+    assert.are.same({ block_size_x = 128 }, taskmod.fill_defaults(task, src, nil))
+    assert.are.same({ block_size_x = 256, BM = 32 }, taskmod.fill_defaults(task, src, { block_size_x = 256, BM = 32 }))
+    assert.are.same({ kloop_block = "16x16", block_size_x = 128 }, taskmod.fill_defaults(task, src, { kloop_block = "16x16" }))
+  end)
+end)
