@@ -124,9 +124,11 @@ function Evaluator:spec()
       for i = 1, #task.args do seeds[s][i] = self:seed(case.label, s, i) end
     end
     local rtask = { launch = task.reference.launch or task.launch, entry = spec.reference.entry, file = task.file }
+    -- the reference runs at the point it was compiled at (kloop.task.fill_defaults)
+    local point = taskmod.fill_defaults(task, task.reference.baseline and task.source or task.reference.source, nil)
     spec.cases[ci] = { label = case.label, bench = case.bench or false, size = case.size,
-      args = taskmod.concrete_args(task, case.size), seeds = seeds,
-      ref_plan = plan.for_task(rtask, case.size) }
+      args = taskmod.concrete_args(task, case.size, point), seeds = seeds,
+      ref_plan = plan.for_task(rtask, case.size, nil, point) }
   end
   return spec
 end
@@ -378,6 +380,8 @@ end
 -- Launch plans per case: the candidate's own (launch comments) or the task's.
 function Evaluator:plans(src, defines)
   local plain, _, block = M.split_implicit(defines)
+  -- the plan sees the point the source is compiled at, defaults filled in
+  plain = taskmod.fill_defaults(self.task, src, plain)
   local own = self:backend() ~= "host" and plan.from_source(src, self.task.entry, plain)
   local out = {}
   for _, case in ipairs(taskmod.cases(self.task)) do
