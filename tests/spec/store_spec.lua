@@ -6,23 +6,11 @@ local util = require("kloop.util")
 local ffi = core.ffi
 local C = core.C
 
-local tmp = os.tmpname()
-os.remove(tmp)
-assert(util.mkdir_p(tmp))
-local n = 0
-local function fresh_path()
-  n = n + 1
-  return string.format("%s/s%d.db", tmp, n)
-end
-
--- Executes SQL on a file without the store (to build fixtures the store would refuse).
-local function raw_exec(path, sql)
-  local out = ffi.new("kl_db*[1]")
-  assert(core.try(C.kl_db_open, path, 0, out))
-  local ok, err = core.try(C.kl_db_exec, out[0], sql)
-  C.kl_db_close(out[0])
-  assert(ok, err)
-end
+package.path = "tests/spec/support/?.lua;" .. package.path
+local fixture = require("store_fixture")
+local tmp = fixture.dir
+local function fresh_path() return fixture.fresh_path("s") end
+local raw_exec = fixture.raw_exec
 
 local RUN = {
   strategy_path = "strategies/beam.lua", strategy_text = "-- beam\nreturn 1\n", task_name = "sgemm",
