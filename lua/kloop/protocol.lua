@@ -219,11 +219,22 @@ function M.setup(be, spec, ref_cubin)
       for i, a in ipairs(spec.args) do
         if a.pointer and a.role ~= "input" then
           local bytes = cs.args[i].count * tonumber(C.kl_dtype_size(DTYPE[ref_dtype]))
-          if a.role == "inout" then
-            return fail("inout buffers with a separate reference are not supported yet: use reference = \"baseline\"")
-          end
           ref_out[i] = assert(be.alloc(round4(bytes)))
           set.refs[i] = { bytes = bytes }
+          if a.role == "inout" then
+            -- the reference starts from the same initial values as the candidate (a
+            -- stencil's halo it never writes), in its own precision
+            local h = set.host_inputs[i]
+            if ref_dtype ~= a.dtype then
+              local conv = host_alloc(bytes)
+              if not conv or C.kl_buf_convert(h, DTYPE[a.dtype], conv, DTYPE[ref_dtype], cs.args[i].count) ~= 0 then
+                return fail(string.format("cannot convert %s's initial values to the reference's %s", a.name, ref_dtype))
+              end
+              h = conv
+            end
+            local okh, eh = be.h2d(ref_out[i], h, bytes)
+            if not okh then return fail(eh) end
+          end
         end
       end
       local params = build_params(spec, case, ref_dtype, ref_out)

@@ -618,7 +618,7 @@ function M.check(t, file, cu_path)
     for i, p in ipairs(rparams) do
       local want = task.args[i]
       local pt = M.parse_ctype(p.ctype)
-      if want.role == "output" then
+      if want.role == "output" or want.role == "inout" then
         if pt.dtype ~= out_dtype then
           fail(file, "reference", string.format("parameter %d '%s' should be %s (precision %s)", i, p.name,
             out_dtype == "f64" and "double*" or out_dtype, out_dtype))

@@ -429,3 +429,59 @@ describe("kloop.protocol: the screening stage (docs/TASKS.md, Stages)", function
     assert.are.equal("ok", again.verdict, again.reason)
   end)
 end)
+
+-- Inout buffers (issue 16): a stencil writes only the interior of Y; the halo keeps its
+-- initial value, which the reference (in f64, a separate kernel) starts from too.
+describe("kloop.protocol: inout buffers with a separate reference", function()
+  local function stencil_spec()
+    local cases = {}
+    for i, n in ipairs({ 5, 64 }) do
+      cases[i] = { label = i == 1 and "check1" or "bench", bench = i == 2, size = { N = n },
+        args = { { value = n }, { count = n }, { count = n } },
+        seeds = { { 1, 20 + i, 30 + i }, { 2, 40 + i, 50 + i } },
+        ref_plan = { { entry = "ref", grid = { 1, 1, 1 }, block = { 1, 1, 1 }, smem = 0 } } }
+    end
+    return {
+      args = {
+        { name = "N", dtype = "i32" },
+        { name = "X", dtype = "f32", pointer = true, role = "input", dists = { { kind = "uniform", a = -1, b = 1 } } },
+        { name = "Y", dtype = "f32", pointer = true, role = "inout", dists = { { kind = "uniform", a = 5, b = 6 } } },
+      },
+      cases = cases, nsets = 2, tolerance = { rel = 1e-5, deterministic = "exact" },
+      reference = { entry = "ref", precision = "f64" },
+    }
+  end
+  local sheader = 'local ffi = require("ffi")\nlocal function a(p, t) return ffi.cast("int32_t*", p[0])[0], ffi.cast("float*", ffi.cast("uint64_t*", p[1])[0]), ffi.cast(t or "float*", ffi.cast("uint64_t*", p[2])[0]) end\nreturn {\n'
+  local function smodule(body)
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    f:write(sheader, body, "\n}\n")
+    f:close()
+    return path
+  end
+  local INTERIOR = "for i = 1, N - 2 do Y[i] = (X[i - 1] + X[i] + X[i + 1]) / 3 end"
+  local SREF = smodule("ref = function(p) local N, X, Y = a(p, 'double*') " .. INTERIOR .. " end")
+  local function run(body)
+    local p = {}
+    for _, c in ipairs({ "check1", "bench" }) do p[c] = { { entry = "k", grid = { 1, 1, 1 }, block = { 1, 1, 1 }, smem = 0 } } end
+    return protocol.evaluate(sim, { cubin = smodule(body), plans = p, timing = { budget = 0.02, min_reps = 3, max_reps = 5 } })
+  end
+
+  setup(function() assert(protocol.setup(sim, stencil_spec(), SREF)) end)
+
+  it("passes a stencil that leaves the halo as it found it", function()
+    local r = run("k = function(p) local N, X, Y = a(p) " .. INTERIOR .. " end")
+    assert.are.equal("ok", r.verdict, r.reason)
+  end)
+
+  it("catches a stencil that clears the halo (every element is compared)", function()
+    local r = run("k = function(p) local N, X, Y = a(p) " .. INTERIOR .. " Y[0] = 0 Y[N - 1] = 0 end")
+    assert.are.equal("wrong", r.verdict, r.reason)
+    assert.is_true(r.evidence.index == 0 or r.evidence.index == 4, "worst at " .. tostring(r.evidence.index))
+  end)
+
+  it("catches a stencil that reads its own output instead of the input", function()
+    local r = run("k = function(p) local N, X, Y = a(p) for i = 1, N - 2 do Y[i] = (Y[i - 1] + X[i] + X[i + 1]) / 3 end end")
+    assert.are.equal("wrong", r.verdict, r.reason)
+  end)
+end)
