@@ -1,4 +1,4 @@
-// bench/candidates/stencil_bad_halo.cu: a stencil that clears the halo an inout buffer must keep (run by bench/round2c_gpu.sh).
+// bench/candidates/stencil_bad_halo.cu: a stencil that clears the halo an inout buffer must keep: `kloop check kernels/stencil.cu --candidate` this file must say wrong.
 // kloop: launch grid = {cdiv(W, 32), cdiv(H, 8)}, block = {32, 8}
 extern "C" __global__ void stencil(int W, int H, const float *__restrict__ in, float *__restrict__ out) {
   int x = blockIdx.x * 32 + threadIdx.x;
