@@ -146,9 +146,9 @@ function Evaluator:deadline(op, timing)
   local ref = self.work_ref
   if not ref then return M.DEADLINE_FIRST, "the first evaluation's default" end
   local factor = self.opts.deadline_factor or self.task.deadline_factor or M.DEADLINE_FACTOR
-  local bench = self.task.cost(self.task.sizes.bench)
+  local bench = self:cost(self.task.sizes.bench)
   local function scale(size)
-    local c = self.task.cost(size)
+    local c = self:cost(size)
     return math.max(c.flops / math.max(bench.flops, 1), c.bytes / math.max(bench.bytes, 1), 0.01)
   end
   -- verification: every size x (sets + a repeat); timing: at least min_reps, checks included.
@@ -415,8 +415,16 @@ function M.reshape(p, block)
   return plan.normalize({ grid = grid, block = b, smem = k.smem, entry = k.entry }, k.entry)
 end
 
-function Evaluator:floor_ms()
-  local cost = self.task.cost(self.task.sizes.bench)
+-- The task's cost model at a size for a candidate's parameters (the default point's
+-- where it names none): a cost that depends on a tunable sees it.
+function Evaluator:cost(size, defines)
+  local point = taskmod.default_point(self.task.params)
+  for k, v in pairs(defines or {}) do point[k] = v end
+  return self.task.cost(taskmod.with_params(size, point))
+end
+
+function Evaluator:floor_ms(defines)
+  local cost = self:cost(self.task.sizes.bench, defines)
   -- no measured CPU peaks yet: the host backend has no floor (docs/SECURITY.md)
   if self:backend() == "host" then return nil, cost, nil end
   local peaks = M.peaks(self.gpu, self.task.unit)
@@ -449,7 +457,7 @@ function Evaluator:prepare(src, opts)
     end
     job.static_data_bytes = bytes
   end
-  return { cubin = job.cubin_path, plans = plans, floor_ms = self:floor_ms() }, nil, job
+  return { cubin = job.cubin_path, plans = plans, floor_ms = self:floor_ms(opts.defines) }, nil, job
 end
 
 M.STATIC_DATA_LIMIT = 2^20
@@ -470,9 +478,9 @@ function Evaluator:precompile(cands)
 end
 
 -- Adds achieved rates and the fraction of the ceiling to a timed result.
-function Evaluator:derive(result)
+function Evaluator:derive(result, defines)
   if result.verdict == "ok" or result.verdict == "too_fast" then
-    local floor_ms, cost, peaks = self:floor_ms()
+    local floor_ms, cost, peaks = self:floor_ms(defines)
     local sec = result.time_ms * 1e-3
     result.tflops = cost.flops / sec / 1e12
     result.gbps = cost.bytes / sec / 1e9
@@ -529,7 +537,7 @@ function Evaluator:evaluate(src, opts)
   opts = opts or {}
   local t0 = C.kl_now()
   local result = self:derive(self:submit("evaluate", src or self.task.source, opts,
-    opts.verify_only and { verify_only = true } or nil))
+    opts.verify_only and { verify_only = true } or nil), opts.defines)
   result.stage = "full"
   result.wall_seconds = C.kl_now() - t0
   if result.verdict == "ok" and result.time_ms and (not self.work_ref or result.time_ms > self.work_ref.ms) then
@@ -548,7 +556,7 @@ function Evaluator:screen_case()
   local best, best_w
   for _, case in ipairs(taskmod.cases(self.task)) do
     if not case.bench then
-      local c = self.task.cost(case.size)
+      local c = self:cost(case.size)
       local w = math.max(c.flops or 0, 0) + math.max(c.bytes or 0, 0)
       if not best or w < best_w then best, best_w = case, w end
     end
@@ -569,7 +577,7 @@ function Evaluator:screen(src, opts)
   for k, v in pairs(opts) do sopts[k] = v end
   sopts.timing = { min_reps = reps, max_reps = reps, budget = 0 }
   local result = self:derive(self:submit("screen", src or self.task.source, sopts,
-    { screen_case = self:screen_case().label }))
+    { screen_case = self:screen_case().label }), sopts.defines)
   result.stage = "screened"
   result.wall_seconds = C.kl_now() - t0
   -- a screened median is a real bench time: it may only lengthen derived deadlines
@@ -632,7 +640,7 @@ function Evaluator:run_sentinel()
   for _, j in ipairs(again) do
     local screened = j.result.stage == "screened"
     local new = self:derive(self:submit(screened and "screen" or "evaluate", j.src, j.opts,
-      screened and { screen_case = self:screen_case().label } or nil))
+      screened and { screen_case = self:screen_case().label } or nil), j.opts and j.opts.defines)
     new.stage = screened and "screened" or "full"
     local old = j.result
     local previous = { verdict = old.verdict, reason = old.reason, time_ms = old.time_ms }
@@ -693,7 +701,7 @@ function Evaluator:profile(src, opts)
       return result
     end
     local per = result.per_kernel or {}
-    local _, cost, peaks = self:floor_ms()
+    local _, cost, peaks = self:floor_ms(opts.defines)
     -- the measured ceilings are an FP32 FMA rate and a copy bandwidth: the FLOP ceiling
     -- of other units stays the datasheet's
     local source = "datasheet"
@@ -755,8 +763,8 @@ function Evaluator:compare(src_a, src_b, opts)
   end
   local reply, failed = self:run_request({ op = "compare", a = ra, b = rb, timing = self:timing(opts.timing) })
   if not reply then return { a = failed, b = failed } end
-  reply.a = self:annotate(self:derive(reply.a), ja)
-  reply.b = self:annotate(self:derive(reply.b), jb)
+  reply.a = self:annotate(self:derive(reply.a, opts.defines_a), ja)
+  reply.b = self:annotate(self:derive(reply.b, opts.defines_b), jb)
   return reply
 end
 

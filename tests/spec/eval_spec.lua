@@ -213,3 +213,19 @@ describe("implicit parameters (a task that declares none still has something to 
     assert.is_true(job.resources.gemm.registers <= 32, "registers " .. tostring(job.resources.gemm.registers))
   end)
 end)
+
+describe("the cost model sees the candidate's parameters", function()
+  it("computes the floor and the rates from a cost that uses a tunable", function()
+    local task = gemm_task()
+    task.params = { REPS = { 1, 4 } }
+    -- a kernel that does the product REPS times: its cost says so
+    task.cost = function(s) return { flops = 2 * s.M * s.N * s.K * s.REPS, bytes = 4 * (s.M * s.K + s.K * s.N + s.M * s.N) } end
+    local ev = eval.new(task)
+    ev.gpu = { arch = "sm_90", sm_count = 132, clock_khz = 1980000, mem_clock_khz = 2619000, mem_bus_width = 6144 }
+    local f1 = ev:floor_ms()             -- the default point: REPS = 1
+    local f4 = ev:floor_ms({ REPS = 4 })
+    assert.is_true(math.abs(f4 / f1 - 4) < 1e-9, string.format("%.4f vs %.4f", f1, f4))
+    local r = ev:derive({ verdict = "ok", time_ms = 100 }, { REPS = 4 })
+    assert.is_true(math.abs(r.tflops - 2 * 4096 ^ 3 * 4 / 0.1 / 1e12) < 1e-6)
+  end)
+end)
