@@ -4,10 +4,11 @@ local protocol = require("kloop.protocol")
 local sim = require("backend_sim")
 
 local header = 'local g = require("sim_gemm")\nlocal ffi = require("ffi")\nreturn {\n'
-local function module(body)
+-- A sim "module": a Lua file returning kernels (header: the helpers the bodies use).
+local function module(body, with_header)
   local path = os.tmpname()
   local f = assert(io.open(path, "w"))
-  f:write(header, body, "\n}\n")
+  f:write(with_header or header, body, "\n}\n")
   f:close()
   return path
 end
@@ -452,13 +453,7 @@ describe("kloop.protocol: inout buffers with a separate reference", function()
     }
   end
   local sheader = 'local ffi = require("ffi")\nlocal function a(p, t) return ffi.cast("int32_t*", p[0])[0], ffi.cast("float*", ffi.cast("uint64_t*", p[1])[0]), ffi.cast(t or "float*", ffi.cast("uint64_t*", p[2])[0]) end\nreturn {\n'
-  local function smodule(body)
-    local path = os.tmpname()
-    local f = assert(io.open(path, "w"))
-    f:write(sheader, body, "\n}\n")
-    f:close()
-    return path
-  end
+  local function smodule(body) return module(body, sheader) end
   local INTERIOR = "for i = 1, N - 2 do Y[i] = (X[i - 1] + X[i] + X[i + 1]) / 3 end"
   local SREF = smodule("ref = function(p) local N, X, Y = a(p, 'double*') " .. INTERIOR .. " end")
   local function run(body)
