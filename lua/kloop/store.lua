@@ -850,7 +850,7 @@ SELECT r.id, r.strategy_path, r.strategy_hash, r.task_name, r.task_path, r.optio
   (SELECT count(DISTINCT e.candidate_id) FROM evaluations e JOIN candidates c ON c.id = e.candidate_id
     WHERE c.run_id = r.id) AS n_evaluated,
   (SELECT count(DISTINCT e.candidate_id) FROM evaluations e JOIN candidates c ON c.id = e.candidate_id
-    WHERE c.run_id = r.id AND e.verdict = 'ok') AS n_ok,
+    WHERE c.run_id = r.id AND e.verdict = 'ok' @FULL@) AS n_ok,
   (SELECT min(e.median_ms) FROM evaluations e JOIN candidates c ON c.id = e.candidate_id
     WHERE c.run_id = r.id AND e.verdict = 'ok' @FULL@) AS best_ms,
   (SELECT min(e.median_ms) FROM evaluations e JOIN candidates c ON c.id = e.candidate_id

@@ -55,6 +55,12 @@ and `runs`:
   $ kloop runs --json | python3 -c "import json,sys; r=json.load(sys.stdin)[0]; print(r['best_ms'] > 1e-6)"
   True
 
+`runs` counts as verified (n_ok) only candidates the full protocol verified:
+
+  $ N=$(sqlite3 kloop.db "SELECT count(DISTINCT candidate_id) FROM evaluations WHERE verdict = 'ok' AND stage = 'full'")
+  $ kloop runs --json | python3 -c "import json,sys; r=json.load(sys.stdin)[0]; print(r['n_ok'] == $N, r['n_ok'] < r['n_evaluated'])"
+  True True
+
 With --cascade off the run is as it was: every candidate fully evaluated, no stage on
 the progress lines, the same points for the same seed:
 
