@@ -535,15 +535,26 @@ end
 -- Always returns a result table with a verdict.
 function Evaluator:evaluate(src, opts)
   opts = opts or {}
+  local result = self:judge("full", src or self.task.source, opts)
+  self:watch(src or self.task.source, opts, result)
+  return result
+end
+
+-- One evaluation at a stage ("full" or "screened"), for evaluate, screen and the
+-- sentinel's re-evaluations alike: the request, the derived rates, the stage and the
+-- wall time on the result, and the slowest verified bench time kept for deadlines (a
+-- screened median is a real bench time too: it may only lengthen them).
+function Evaluator:judge(stage, src, opts)
   local t0 = C.kl_now()
-  local result = self:derive(self:submit("evaluate", src or self.task.source, opts,
-    opts.verify_only and { verify_only = true } or nil), opts.defines)
-  result.stage = "full"
+  local extra
+  if stage == "screened" then extra = { screen_case = self:screen_case().label }
+  elseif opts.verify_only then extra = { verify_only = true } end
+  local result = self:derive(self:submit(stage == "screened" and "screen" or "evaluate", src, opts, extra), opts.defines)
+  result.stage = stage
   result.wall_seconds = C.kl_now() - t0
   if result.verdict == "ok" and result.time_ms and (not self.work_ref or result.time_ms > self.work_ref.ms) then
-    self.work_ref = { ms = result.time_ms } -- the slowest verified kernel sets derived deadlines
+    self.work_ref = { ms = result.time_ms }
   end
-  self:watch(src or self.task.source, opts, result)
   return result
 end
 
@@ -571,19 +582,11 @@ end
 -- (kloop.driver promotes a candidate worth it to a full evaluation).
 function Evaluator:screen(src, opts)
   opts = opts or {}
-  local t0 = C.kl_now()
   local reps = opts.reps or self.opts.screen_reps or M.SCREEN_REPS
   local sopts = {}
   for k, v in pairs(opts) do sopts[k] = v end
   sopts.timing = { min_reps = reps, max_reps = reps, budget = 0 }
-  local result = self:derive(self:submit("screen", src or self.task.source, sopts,
-    { screen_case = self:screen_case().label }), sopts.defines)
-  result.stage = "screened"
-  result.wall_seconds = C.kl_now() - t0
-  -- a screened median is a real bench time: it may only lengthen derived deadlines
-  if result.verdict == "ok" and result.time_ms and (not self.work_ref or result.time_ms > self.work_ref.ms) then
-    self.work_ref = { ms = result.time_ms }
-  end
+  local result = self:judge("screened", src or self.task.source, sopts)
   self:watch(src or self.task.source, sopts, result)
   return result
 end
@@ -638,10 +641,7 @@ function Evaluator:run_sentinel()
   local again = self.judged
   self.judged = {}
   for _, j in ipairs(again) do
-    local screened = j.result.stage == "screened"
-    local new = self:derive(self:submit(screened and "screen" or "evaluate", j.src, j.opts,
-      screened and { screen_case = self:screen_case().label } or nil), j.opts and j.opts.defines)
-    new.stage = screened and "screened" or "full"
+    local new = self:judge(j.result.stage == "screened" and "screened" or "full", j.src, j.opts or {})
     local old = j.result
     local previous = { verdict = old.verdict, reason = old.reason, time_ms = old.time_ms }
     for k in pairs(old) do old[k] = nil end
