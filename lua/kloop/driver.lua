@@ -172,6 +172,12 @@ function M.is_best_of(r, best)
     and (not best or r.time_ms < best.result.time_ms)
 end
 
+-- What a full result keeps of the screen before it (result.screen).
+function M.screen_summary(s)
+  return { verdict = s.verdict, time_ms = s.time_ms, reps = s.reps, case = s.screen_case,
+    eval_seconds = s.eval_seconds, wall_seconds = s.wall_seconds }
+end
+
 -- The cascade (docs/TASKS.md, "Stages"): is a verified screen worth a full evaluation?
 -- Screened times are compared with screened times only (both are bench-size medians
 -- of a few cold repetitions): within cascade_margin of the fastest screen so far.
@@ -202,8 +208,7 @@ function Ctx:run_stages(cand)
   -- a screen whose full evaluation fails (wrong on a size the screen did not try) is no
   -- reference for later screens: it would keep good candidates from being promoted
   if r.verdict ~= "ok" then self.best_screen = before end
-  r.screen = { verdict = s.verdict, time_ms = s.time_ms, reps = s.reps, case = s.screen_case,
-    eval_seconds = s.eval_seconds, wall_seconds = s.wall_seconds }
+  r.screen = M.screen_summary(s)
   return r
 end
 
@@ -227,7 +232,21 @@ function Ctx:evaluate(cand)
   cand.result = r
   cand.id = #self.history + 1
   self.history[#self.history + 1] = cand
-  self.verdicts[r.verdict] = (self.verdicts[r.verdict] or 0) + 1
+  self:count_verdict(r.verdict)
+  return self:settle(cand, r)
+end
+
+-- Counts a verdict (and uncounts the one it replaces, if any).
+function Ctx:count_verdict(new, old)
+  if old then
+    self.verdicts[old] = math.max(0, (self.verdicts[old] or 1) - 1)
+    if self.verdicts[old] == 0 then self.verdicts[old] = nil end
+  end
+  self.verdicts[new] = (self.verdicts[new] or 0) + 1
+end
+
+-- What follows a candidate's (new) result: the best, the store, the profile, progress.
+function Ctx:settle(cand, r)
   if M.is_best_of(r, self.best) then
     self.best = cand
     cand.improved = true
@@ -261,27 +280,13 @@ function Ctx:promote(cand)
   self.busy = (self.busy or 0) + (C.kl_now() - t0)
   if C.kl_sigint_pending() > 0 then error("interrupted", 0) end
   r.stage = "full"
-  r.screen = { verdict = s.verdict, time_ms = s.time_ms, reps = s.reps, case = s.screen_case,
-    eval_seconds = s.eval_seconds, wall_seconds = s.wall_seconds }
+  r.screen = M.screen_summary(s)
   r.promoted = "asked for by the strategy"
   cand.result = r
   self.stages.screened = math.max(0, (self.stages.screened or 1) - 1)
   self.stages.full = (self.stages.full or 0) + 1
-  self.verdicts.ok = math.max(0, (self.verdicts.ok or 1) - 1)
-  if self.verdicts.ok == 0 then self.verdicts.ok = nil end
-  self.verdicts[r.verdict] = (self.verdicts[r.verdict] or 0) + 1
-  if M.is_best_of(r, self.best) then
-    self.best = cand
-    cand.improved = true
-  end
-  if self.store then
-    self.store:record(self, cand)
-    if self.store.failed then error(M.STORE_STOP, 0) end
-  end
-  local pmode = self.opts.profile
-  if r.verdict == "ok" and (pmode == "all" or (pmode == "best" and cand.improved)) then self:profile(cand) end
-  self:progress(cand)
-  return r
+  self:count_verdict(r.verdict, "ok")
+  return self:settle(cand, r)
 end
 
 -- The evaluator's sentinel found its worker untrustworthy and evaluated a candidate
@@ -292,9 +297,7 @@ function Ctx:reevaluated(result)
   for _, c in ipairs(self.history) do if c.result == result then cand = c break end end
   if not cand then return end
   local prev = result.reevaluated and result.reevaluated.previous or {}
-  if prev.verdict then self.verdicts[prev.verdict] = math.max(0, (self.verdicts[prev.verdict] or 1) - 1) end
-  if self.verdicts[prev.verdict] == 0 then self.verdicts[prev.verdict] = nil end
-  self.verdicts[result.verdict] = (self.verdicts[result.verdict] or 0) + 1
+  self:count_verdict(result.verdict, prev.verdict)
   self.best = nil
   for _, c in ipairs(self.history) do
     if M.is_best_of(c.result, self.best) then self.best = c end
