@@ -2,11 +2,11 @@
 -- on one GPU (target >= 60/min on an H200). Candidates are distinct tiled-gemm variants
 -- (each compiles for real), compiled in parallel first, then evaluated one by one.
 -- usage: kloop bench/eval_throughput.lua [COUNT]
-local eval = require("kloop.eval")
-local taskmod = require("kloop.task")
-local compile = require("kloop.compile")
+local eval = require("kloop.eval.evaluator")
+local taskmod = require("kloop.eval.task")
+local compile = require("kloop.eval.compile")
 local util = require("kloop.util")
-local core = require("kloop.core")
+local core = require("kloop.core.ffi")
 local C = core.C
 
 if not core.gpu_probe(0) then print("SKIP: no GPU here") os.exit(77) end

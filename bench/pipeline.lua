@@ -4,7 +4,7 @@
 -- usage: kloop bench/pipeline.lua [TASK] [BUDGET] [LATENCY] [--no-pipeline]
 --        (KLOOP_PIPELINE_DEPTH=N: requests kept in flight ahead; default the batch, 8)
 local util = require("kloop.util")
-local core = require("kloop.core")
+local core = require("kloop.core.ffi")
 local mockmod = dofile("tests/mock_llm/mock.lua")
 local task_path = arg[1] or "kernels/gemm_tiled.lua"
 local budget = tonumber(arg[2]) or 32
@@ -25,8 +25,8 @@ local args = { task_path, "--budget", tostring(budget), "--batch", "8", "--model
   "--llm-url", mock.openai_url, "--timing-budget", "0.5", "--no-cache", "--no-store", "--quiet",
   "--pipeline=" .. tostring(pipeline), "--pipeline-depth", os.getenv("KLOOP_PIPELINE_DEPTH") or "0" }
 local t0 = core.now()
-local rc = require("kloop.driver").run(strategy, "strategies/greedy.lua", args)
-local ctx = require("kloop.driver").last_ctx
+local rc = require("kloop.search.driver").run(strategy, "strategies/greedy.lua", args)
+local ctx = require("kloop.search.driver").last_ctx
 mock:stop()
 local total = core.now() - t0
 local base = ctx.baseline and ctx.baseline.result.wall_seconds or 0

@@ -10,7 +10,7 @@ mkdir -p "$out"
 K=build/kloop
 tasks=("$@")
 [ ${#tasks[@]} -gt 0 ] || tasks=(kernels/gemm.cu:gemm kernels/gemm_tiled.cu:gemm kernels/saxpy.cu:saxpy)
-metrics=$($K -e 'local p=require("kloop.profile"); local l=p.metric_list(); io.write(table.concat(l, ","))')
+metrics=$($K -e 'local p=require("kloop.eval.profile"); local l=p.metric_list(); io.write(table.concat(l, ","))')
 for t in "${tasks[@]}"; do
   file=${t%%:*}; entry=${t#*:}; name=$(basename "$file" .cu)
   $K profile "$file" --json > "$out/$name.kloop.json"

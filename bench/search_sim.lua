@@ -6,8 +6,8 @@
 -- The strategy's hooks (strategies/tune.lua) run exactly as the driver calls them:
 -- init, then propose / evaluate each / on_result until the budget is spent; an
 -- evaluation is a look-up in the landscape (a point it lacks is a failed candidate).
-local rng = require("kloop.rng")
-local tune = require("kloop.tune")
+local rng = require("kloop.search.rng")
+local tune = require("kloop.search.tune")
 local util = require("kloop.util")
 local cjson = require("cjson")
 
@@ -63,7 +63,7 @@ local function synthetic(name, dims, levels, holes)
   local function x(p, d) return (math.log(p["P" .. d]) / math.log(2)) / (levels - 1) end
   local function jitter(p)
     local k = tune.key(p) .. name
-    local h = require("kloop.core").C.kl_hash64(k, #k, 1)
+    local h = require("kloop.core.ffi").C.kl_hash64(k, #k, 1)
     return tonumber(h % 100000ULL) / 100000
   end
   local function valid(p) return not holes or (x(p, 1) + x(p, 2) <= 1.5) end

@@ -1,5 +1,5 @@
 # Writes OUT: a C table of {name, bytes, length} for each file in FILES.
-# Lua files are named by module ("kloop.cli"); other files by their base name.
+# Lua files are named by module ("kloop.cli.main"); other files by their base name.
 string(REPLACE "," ";" FILES "${FILES}")
 set(body "")
 set(table "")
@@ -7,7 +7,9 @@ set(i 0)
 foreach(f IN LISTS FILES)
   get_filename_component(base "${f}" NAME)
   if(base MATCHES "\\.lua$")
-    string(REGEX REPLACE "\\.lua$" "" mod "${base}")
+    file(RELATIVE_PATH rel "${ROOT}/lua/kloop" "${f}")
+    string(REGEX REPLACE "\\.lua$" "" mod "${rel}")
+    string(REPLACE "/" "." mod "${mod}")
     set(name "kloop.${mod}")
     if(mod STREQUAL "init")
       set(name "kloop")

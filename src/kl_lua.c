@@ -247,7 +247,7 @@ int kl_lua_main(int argc, char **argv) {
 
   lua_pushcfunction(L, traceback);
   lua_getfield(L, LUA_GLOBALSINDEX, "require");
-  lua_pushstring(L, "kloop.cli");
+  lua_pushstring(L, "kloop.cli.main");
   int status = lua_pcall(L, 1, 1, -3);
   if (status == 0) {
     lua_getfield(L, -1, "main");

@@ -317,7 +317,7 @@ void kl_host_free(void *p);
 int kl_sandbox_enter(int64_t max_bytes, int cpu_seconds, const char *read_dirs, int *landlock_abi,
                      kl_err *err);
 
-/* SQLite, a thin layer so the store (lua/kloop/store.lua) reaches it through this
+/* SQLite, a thin layer so the store (lua/kloop/store/db.lua) reaches it through this
    header. Opening sets a busy timeout, and a writable open WAL, synchronous=FULL and
    foreign keys (unless KL_DB_NO_SETUP: the caller identifies the file first). */
 typedef struct kl_db kl_db;

@@ -1,5 +1,5 @@
 -- strategies/greedy.lua: always improve the best verified candidate so far.
-local proposers = require("kloop.proposers")
+local proposers = require("kloop.search.proposers")
 
 local S = {
   name = "greedy",

@@ -3,8 +3,8 @@
 -- search (a random forest over the parameters, expected improvement over the points not
 -- yet evaluated: kloop.surrogate) that uses every evaluation from the first; or random
 -- samples, or random samples then a walk around the best (simulated annealing).
-local tune = require("kloop.tune")
-local surrogate = require("kloop.surrogate")
+local tune = require("kloop.search.tune")
+local surrogate = require("kloop.search.surrogate")
 
 local S = {
   name = "tune",

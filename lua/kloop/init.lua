@@ -4,9 +4,9 @@ local kloop = {}
 kloop.api_version = 1
 
 local lazy = {
-  core = "kloop.core", util = "kloop.util", doctor = "kloop.doctor",
-  tune = "kloop.tune", proposers = "kloop.proposers", rng = "kloop.rng", stats = "kloop.stats",
-  llm = "kloop.llm", prompt = "kloop.prompt", store = "kloop.store",
+  core = "kloop.core.ffi", util = "kloop.util", doctor = "kloop.cli.doctor",
+  tune = "kloop.search.tune", proposers = "kloop.search.proposers", rng = "kloop.search.rng", stats = "kloop.eval.stats",
+  llm = "kloop.llm.session", prompt = "kloop.llm.prompt", store = "kloop.store.db",
 }
 
 setmetatable(kloop, {
@@ -22,7 +22,7 @@ setmetatable(kloop, {
 
 -- Loads a task from its kernel or sidecar path: task, or nil, message.
 function kloop.load_task(path)
-  return require("kloop.task").load(path)
+  return require("kloop.eval.task").load(path)
 end
 
 -- An evaluator for a task (starts its GPU worker on first use); see docs/LUA_API.md.
@@ -32,7 +32,7 @@ function kloop.evaluator(task, opts)
     if not t then return nil, err end
     task = t
   end
-  return require("kloop.eval").new(task, opts)
+  return require("kloop.eval.evaluator").new(task, opts)
 end
 
 -- Profiles a task's kernel (or opts.candidate: a source text) on the GPU: evaluates it,
@@ -46,13 +46,13 @@ function kloop.profile(task, opts)
   ev:close()
   if not p then return r end
   if p.verdict ~= "ok" then return nil, p.reason end
-  r.profile_text = require("kloop.profile").text(r.profile, r.profile.metric_names)
+  r.profile_text = require("kloop.eval.profile").text(r.profile, r.profile.metric_names)
   return r
 end
 
 -- Compiles a source for an arch without a GPU: the compile job table.
 function kloop.compile(src, opts)
-  return require("kloop.compile").compile(src, opts or {})
+  return require("kloop.eval.compile").compile(src, opts or {})
 end
 
 function kloop.help()
@@ -67,7 +67,7 @@ See docs/LUA_API.md.]])
 end
 
 function kloop.version()
-  return require("kloop.core").version()
+  return require("kloop.core.ffi").version()
 end
 
 return kloop

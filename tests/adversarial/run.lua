@@ -2,11 +2,11 @@
 -- verdict, and a correct candidate evaluated right after each still passes.
 -- usage: kloop tests/adversarial/run.lua [--compile-only] [--dir DIR --task SIDECAR --good FILE] [NAME...]
 -- Defaults: the GPU suite in tests/adversarial (gemm_small.lua, good.cu).
-local eval = require("kloop.eval")
-local taskmod = require("kloop.task")
-local compile = require("kloop.compile")
+local eval = require("kloop.eval.evaluator")
+local taskmod = require("kloop.eval.task")
+local compile = require("kloop.eval.compile")
 local util = require("kloop.util")
-local core = require("kloop.core")
+local core = require("kloop.core.ffi")
 
 local here = util.dirname(arg[0])
 local compile_only = false
@@ -59,7 +59,7 @@ end
 local failures, rows = 0, {}
 if compile_only then
   -- What can be decided without a GPU: the fences and the compiler.
-  local compiler = task.backend == "host" and require("kloop.compile_host") or compile
+  local compiler = task.backend == "host" and require("kloop.eval.compile_host") or compile
   local limit = task.static_data or eval.STATIC_DATA_LIMIT
   for _, c in ipairs(cases) do
     local job = compiler.compile(c.src, { arch = "sm_90", dir = task.dir, name = c.name:gsub("%W", "_") .. "." .. ext, deadline = 10 })

@@ -47,7 +47,7 @@ screened evaluation has its reason say so and three timed repetitions:
 A screened evaluation faster than every full one is still no best, in `best`, `show`
 and `runs`:
 
-  $ "$KLOOP" -e 'local s = require("kloop.store") local db = assert(s.open(os.getenv("KLOOP_DB")))
+  $ "$KLOOP" -e 'local s = require("kloop.store.db") local db = assert(s.open(os.getenv("KLOOP_DB")))
   > local run = db:candidates(1) local c = run[#run]
   > assert(db:add_evaluation(c.id, { verdict = "ok", stage = "screened", time_ms = 1e-6, reason = "screened" })) db:close()'
   $ kloop best --json | python3 -c "import json,sys; e=json.load(sys.stdin)['evaluation']; print(e['stage'], e['median_ms'] > 1e-6)"

@@ -5,10 +5,10 @@ kloop.llm by hand: configuration messages, and asking a local OpenAI-compatible 
 
 Nothing configured: kloop says how, and guesses nothing:
 
-  $ kloop -e 'local e, err = require("kloop.llm").config() print(e) print(err)'
+  $ kloop -e 'local e, err = require("kloop.llm.session").config() print(e) print(err)'
   nil
   no LLM configured: set OPENAI_API_KEY (OpenAI; with OPENAI_BASE_URL for another OpenAI-compatible service), or ANTHROPIC_API_KEY (Anthropic), or point --llm-url / KLOOP_LLM_URL at a local OpenAI-compatible server (vLLM, llama.cpp, Ollama: e.g. http://127.0.0.1:11434/v1); then choose a model with --model or KLOOP_MODEL (see docs/LLM.md)
-  $ OPENAI_API_KEY=sk-test kloop -e 'print(select(2, require("kloop.llm").config()))'
+  $ OPENAI_API_KEY=sk-test kloop -e 'print(select(2, require("kloop.llm.session").config()))'
   no model chosen: pass --model NAME or set KLOOP_MODEL (several, comma-separated, make an ensemble)
 
 A local server (the mock, on a free port) and a small task:
@@ -32,7 +32,7 @@ A local server (the mock, on a free port) and a small task:
   > }
   > LUA
   $ kloop -e '
-  > local llm = require("kloop.llm")
+  > local llm = require("kloop.llm.session")
   > local task = assert(require("kloop").load_task("scale.cu"))
   > local r = assert(llm.ask("optimize", {task = task, parent = {source = task.source}}))
   > print(r.prompt, #r.version, r.plans[1])

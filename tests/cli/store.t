@@ -169,7 +169,7 @@ Bad input: a clear message and a non-zero exit, never a traceback:
   $ kloop show x:1 2>&1 | head -1; kloop show x:1 2>/dev/null; echo "exit $?"
   kloop show: 'x:1' is not an id (use N, c:N for a candidate or r:N for a run)
   exit 2
-  $ cp fx.db newer.db && "$KLOOP" -e 'local s = require("kloop.store") local db = assert(s.open("newer.db")) assert(db:exec("PRAGMA user_version = 9")) db:close()'
+  $ cp fx.db newer.db && "$KLOOP" -e 'local s = require("kloop.store.db") local db = assert(s.open("newer.db")) assert(db:exec("PRAGMA user_version = 9")) db:close()'
   $ kloop runs --db newer.db; echo "exit $?"
   kloop runs: newer.db: schema version 9 is newer than this kloop understands (it knows up to *); use a newer kloop (glob)
   exit 1

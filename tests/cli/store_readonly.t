@@ -57,7 +57,7 @@ A write-ahead log left by a killed writer cannot be read without its -shm file i
 read-only folder; kloop says so:
 
   $ mkdir walro && cp fx.db walro/ && "$KLOOP" -e '
-  > local db = assert(require("kloop.store").open("walro/fx.db"))
+  > local db = assert(require("kloop.store.db").open("walro/fx.db"))
   > assert(db:exec("PRAGMA wal_autocheckpoint = 0"))
   > assert(db:write("UPDATE runs SET task_name = ? WHERE id = 1", "only-in-the-wal"))
   > os.exit(0)' && rm walro/fx.db-shm && ls walro
@@ -81,7 +81,7 @@ and left exactly as they were (no schema written, no -wal or -shm beside them):
   $ mkdir other && cd other
   $ : > empty.db && printf 'just some text\n' > notes.txt
   $ "$KLOOP" -e '
-  > local core = require("kloop.core")
+  > local core = require("kloop.core.ffi")
   > local function make(path, sql)
   >   local out = core.ffi.new("kl_db*[1]")
   >   assert(core.try(core.C.kl_db_open, path, 0, out))
@@ -132,7 +132,7 @@ in Latin-1, a cut-off multi-byte character): each byte of an invalid sequence
 becomes the character U+0080..U+00FF of the same number.
 
   $ "$KLOOP" -e '
-  > local store = require("kloop.store")
+  > local store = require("kloop.store.db")
   > local db = assert(store.open("bytes.db"))
   > local run = assert(db:begin_run { strategy_path = "s.lua", strategy_text = "", task_name = "caf\233", seed = 1 })
   > local c = assert(db:add_candidate(run, { source = "// \255\254 reply\n// euro \226\130\172 ok, cut \226\130", proposer = "llm",

@@ -2,13 +2,13 @@
 -- agrees with the host computation bit for bit, guard trips name the first word, the
 -- device heap is capped, and a hanging candidate on the naive gemm costs seconds, not
 -- minutes (the deadline follows from the baseline's measured time).
-local core = require("kloop.core")
+local core = require("kloop.core.ffi")
 if not core.gpu_probe(0) then print("SKIP: no GPU here") os.exit(77) end
 local ffi, C = core.ffi, core.C
 local util = require("kloop.util")
-local compile = require("kloop.compile")
-local eval = require("kloop.eval")
-local be = require("kloop.backend_cuda")
+local compile = require("kloop.eval.compile")
+local eval = require("kloop.eval.evaluator")
+local be = require("kloop.worker.backend_cuda")
 
 local failures = 0
 local function check(cond, what)
@@ -32,7 +32,7 @@ local hj = compile.compile(heap_src, { arch = arch, name = "heap.cu" })
 assert(hj.ok, hj.log)
 
 -- 1. a hang on the naive gemm (in a worker, before this process takes the GPU): the deadline follows from the baseline's time
-local task = assert(require("kloop.task").load("kernels/gemm.lua"))
+local task = assert(require("kloop.eval.task").load("kernels/gemm.lua"))
 local ev = eval.new(task, { timing = { budget = 1.0 } })
 local base = ev:evaluate(nil)
 check(base.verdict == "ok", string.format("naive gemm baseline: %s %.3f ms", base.verdict, base.time_ms or -1))

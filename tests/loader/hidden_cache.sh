@@ -61,7 +61,7 @@ check "doctor: ok NVRTC" sh -c 'printf "%s\n" "$0" | grep -q "^ok  *NVRTC"' "$do
 check "doctor: ok CUPTI" sh -c 'printf "%s\n" "$0" | grep -q "^ok  *CUPTI"' "$doctor"
 # profiling without a GPU: the Profiler Host API schedules kloop's default metrics
 check "CUPTI Profiler Host API: passes for the default metrics" "$KLOOP" -e '
-  local core, prof = require("kloop.core"), require("kloop.profile")
+  local core, prof = require("kloop.core.ffi"), require("kloop.eval.profile")
   local ffi, C = core.ffi, core.C
   local err = ffi.new("kl_err")
   assert(C.kl_cupti_load(err) == 0, ffi.string(err.msg))

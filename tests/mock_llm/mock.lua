@@ -4,7 +4,7 @@
 -- mock:script{replies = {...}, default = {...}, reset = true}; mock:stats().count; mock:stop()
 -- The server exits by itself when this process ends (it watches our pid) or after
 -- max_seconds, so a failing spec never leaves it running.
-local core = require("kloop.core")
+local core = require("kloop.core.ffi")
 local cjson = require("cjson")
 local util = require("kloop.util")
 local ffi = core.ffi

@@ -1,7 +1,7 @@
 -- tests/spec/cascade_spec.lua: the driver's side of the evaluation cascade (ctx:evaluate
 -- with --cascade on): who is screened, who is promoted to the full protocol, what a
 -- strategy sees, and that only full evaluations are bests. The evaluator is a double.
-local driver = require("kloop.driver")
+local driver = require("kloop.search.driver")
 
 -- scripted: source -> {screen = result, full = result}; calls logs "screen x" / "full x"
 local function fake_ev(script)

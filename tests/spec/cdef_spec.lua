@@ -1,6 +1,6 @@
 -- tests/spec/cdef_spec.lua: the FFI declarations come from kloop.h and resolve in the binary.
 local ffi = require("ffi")
-local core = require("kloop.core")
+local core = require("kloop.core.ffi")
 
 describe("kloop.h as the FFI contract", function()
   local text = core.cdef_text()

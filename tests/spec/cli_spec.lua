@@ -1,5 +1,5 @@
 -- tests/spec/cli_spec.lua: script lookup and argument handling of kloop.cli.
-local cli = require("kloop.cli")
+local cli = require("kloop.cli.main")
 
 describe("kloop.cli.resolve_script", function()
   local tmp = os.tmpname()
@@ -23,7 +23,7 @@ describe("kloop.cli.resolve_script", function()
 
   it("searches KLOOP_PATH for bare names", function()
     -- os.getenv cannot be changed from Lua: run a child kloop with the variable set.
-    local exe = require("kloop.core").exe_path()
+    local exe = require("kloop.core.ffi").exe_path()
     local cmd = string.format("cd %s && KLOOP_PATH=/nonexistent:%s/extra %s mystrat; echo rc=$?",
       tmp, tmp, exe)
     local p = io.popen(cmd)
@@ -36,7 +36,7 @@ end)
 
 -- Numeric options, seeds and resume (issue 13): each case failed on the code before.
 describe("kloop.driver options", function()
-  local driver = require("kloop.driver")
+  local driver = require("kloop.search.driver")
   local S = { name = "t", propose = function() end, options = { { "width", 4, "w" }, { "explore_c", 0.5, "c" } } }
 
   it("refuses counts that are not whole numbers >= 1, negative seconds and bad seeds", function()
@@ -55,7 +55,7 @@ describe("kloop.driver options", function()
   end)
 
   it("exits 2 with one clear line on a bad value", function()
-    local exe = require("kloop.core").exe_path()
+    local exe = require("kloop.core.ffi").exe_path()
     local p = io.popen(exe .. " strategies/tune.lua examples/cpu/sgemm.c --budget 1.5 --no-store 2>&1; echo rc=$?")
     local out = p:read("*a")
     p:close()
@@ -64,13 +64,13 @@ describe("kloop.driver options", function()
   end)
 
   it("prints a drawn seed exactly, and a run with it repeats the same candidates", function()
-    local rng = require("kloop.rng")
+    local rng = require("kloop.search.rng")
     for _ = 1, 20 do
       local s = rng.fresh_seed()
       assert.are.equal(s, tonumber(tostring(s)))
       assert.are.equal(s, tonumber(rng.format(s)))
     end
-    local exe = require("kloop.core").exe_path()
+    local exe = require("kloop.core.ffi").exe_path()
     local tmp = os.tmpname()
     local function run(seed_arg)
       local cmd = string.format("%s strategies/tune.lua examples/cpu/sgemm_blocked.c --budget 4 --batch 2 --explore 1 --timing-budget 0.02 --db %s %s 2>&1",
@@ -85,7 +85,7 @@ describe("kloop.driver options", function()
     assert.is_string(seed, out1)
     local out2 = run("--seed " .. seed)
     assert.matches("seed " .. seed .. "\n", out2, 1, true)
-    local db = assert(require("kloop.store").open(tmp .. ".db"))
+    local db = assert(require("kloop.store.db").open(tmp .. ".db"))
     local runs = db:query("SELECT id, seed FROM runs ORDER BY id")
     assert.are.equal(tonumber(seed), runs[1].seed)
     assert.are.equal(tonumber(seed), runs[2].seed)

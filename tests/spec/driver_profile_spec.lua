@@ -1,7 +1,7 @@
 -- tests/spec/driver_profile_spec.lua: the driver's side of profiling (ctx:profile): only
 -- verified candidates, the summary kept on the result and in the store, "no counters"
 -- said once, a bad metric list stops profiling for the run. The evaluator is a double.
-local driver = require("kloop.driver")
+local driver = require("kloop.search.driver")
 local util = require("kloop.util")
 
 local function fake_ev(reply)

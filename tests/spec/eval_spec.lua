@@ -1,8 +1,8 @@
 -- tests/spec/eval_spec.lua: the parent-side evaluator's defences that need no worker:
 -- deadlines derived from the work, static device data refused, and the sentinel.
-local eval = require("kloop.eval")
-local taskmod = require("kloop.task")
-local compile = require("kloop.compile")
+local eval = require("kloop.eval.evaluator")
+local taskmod = require("kloop.eval.task")
+local compile = require("kloop.eval.compile")
 local util = require("kloop.util")
 
 local function gemm_task()
@@ -175,7 +175,7 @@ describe("kloop.eval sentinel", function()
 end)
 
 describe("implicit parameters (a task that declares none still has something to tune)", function()
-  local tune = require("kloop.tune")
+  local tune = require("kloop.search.tune")
 
   it("offers block shapes, a register cap and fast math for a CUDA task", function()
     local task = gemm_task()

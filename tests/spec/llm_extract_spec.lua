@@ -1,5 +1,5 @@
 -- tests/spec/llm_extract_spec.lua: pulling the kernel and its launch lines out of LLM replies of many shapes.
-local ex = require("kloop.llm_extract")
+local ex = require("kloop.llm.extract")
 
 local K = 'extern "C" __global__ void scale(int N, const float *x, float *y) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < N) y[i] = 2.0f * x[i];\n}'
 local HELPER = "__device__ float twice(float v) { return 2.0f * v; }"
@@ -127,7 +127,7 @@ describe("kernel extraction", function()
 end)
 
 -- Hostile replies: every scan is linear and bounded, whatever the reply holds.
-local C = require("kloop.core").C
+local C = require("kloop.core.ffi").C
 
 local function timed(fn)
   collectgarbage()
@@ -264,7 +264,7 @@ end
 
 describe("kernel extraction: random property test against the pattern rules", function()
   it("agrees on a few thousand small random replies, each fast", function()
-    local rng = require("kloop.rng").new(77)
+    local rng = require("kloop.search.rng").new(77)
     local atoms = { "scale", "scale ", "xscale", "scale2", "(", ")", "((", "))", "{", "}", ";", " ", "\n", "\t",
       "void ", "__global__ ", "/*", "*/", "//", "```", "```cuda\n", "~~~\n", "````", "   ```\n", "\n```\n", "   ",
       "int a", ",", 'extern "C" ', "#include <x>\n", "// kloop: launch grid = {1}, block = {1}  \n",

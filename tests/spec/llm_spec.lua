@@ -1,6 +1,6 @@
 -- tests/spec/llm_spec.lua: the LLM client end to end against tests/mock_llm (both protocols, concurrency, faults, cache, accounting, secrets).
-local llm = require("kloop.llm")
-local core = require("kloop.core")
+local llm = require("kloop.llm.session")
+local core = require("kloop.core.ffi")
 local cjson = require("cjson")
 local util = require("kloop.util")
 
@@ -468,7 +468,7 @@ describe("kloop.llm and child processes", function()
     util.write_file(tmp .. ".sh", "#!/bin/sh\necho \"fakecc $(env | grep -c PLANTED)\"\n")
     os.execute("chmod +x " .. tmp .. ".sh")
     local cmd = string.format("PLANTED_TOKEN=%s OPENAI_API_KEY=%s CC=%s %s -e %s 2>&1", KEY, KEY, tmp .. ".sh",
-      util.shell_quote(core.exe_path()), util.shell_quote('print(require("kloop.compile_host").cc_version())'))
+      util.shell_quote(core.exe_path()), util.shell_quote('print(require("kloop.eval.compile_host").cc_version())'))
     local out = util.capture(cmd)
     os.remove(tmp .. ".sh")
     assert.are.equal("fakecc 0", (out:gsub("%s+$", "")))
@@ -478,10 +478,10 @@ describe("kloop.llm and child processes", function()
     local native = require("kloop.native")
     local exe = core.exe_path()
     local chunk = [[
-      local llm = require("kloop.llm")
+      local llm = require("kloop.llm.session")
       assert(llm.config({model = "gpt-4o"}))
-      local ffi, C = require("ffi"), require("kloop.core").C
-      local env = require("kloop.eval").worker_env
+      local ffi, C = require("ffi"), require("kloop.core.ffi").C
+      local env = require("kloop.eval.evaluator").worker_env
       local argv = ffi.new("const char*[2]")
       argv[0] = "/usr/bin/env"
       local keep = ffi.new("const char*[?]", #env + 1)

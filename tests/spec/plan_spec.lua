@@ -1,6 +1,6 @@
 -- tests/spec/plan_spec.lua: candidate launch comments: the expression language, its limits, hostile comments and a random property test.
-local plan = require("kloop.plan")
-local C = require("kloop.core").C
+local plan = require("kloop.eval.plan")
+local C = require("kloop.core.ffi").C
 
 local SIZE = { M = 100, N = 1000, K = 7 }
 
@@ -208,7 +208,7 @@ end)
 -- A grammar-aware generator of token soups, plus raw bytes, with a Lua oracle for the
 -- well-formed ones (the test's own text: the oracle runs only what it generated).
 describe("launch comments: random property test", function()
-  local rng = require("kloop.rng").new(20240611)
+  local rng = require("kloop.search.rng").new(20240611)
   local NAMES = { "N", "M", "K", "BM", "TN", "foo", "cdiv", "min", "max", "floor", "ceil", "grid", "block",
     "smem", "entry", "function", "end", "_G", "string", "math", "x" }
   local PUNCT = { "+", "-", "*", "/", "%", "(", ")", "{", "}", ",", ";", "=", ".", ":", "..", "#", "[", "]",

@@ -1,7 +1,7 @@
 -- tests/spec/profile_spec.lua: kloop.profile: metric lists, totals over kernels,
 -- theoretical occupancy, the roofline summary and its hints (no GPU needed), and the
 -- CUPTI Profiler Host API through the core (chip names, metric names, pass counts).
-local prof = require("kloop.profile")
+local prof = require("kloop.eval.profile")
 local cjson = require("cjson")
 
 local GEMM = { flops = 2 * 4096 ^ 3, bytes = 4 * 3 * 4096 ^ 2 }
@@ -23,7 +23,7 @@ local function kinds(s)
   return out
 end
 
-describe("kloop.profile", function()
+describe("kloop.eval.profile", function()
   it("lists the default metrics, adds to them with +, or takes just the ones named", function()
     local all = prof.metric_list()
     assert.are.equal(#prof.DEFAULT + #prof.SUPPORT, #all)
@@ -199,7 +199,7 @@ describe("kloop.profile", function()
 end)
 
 describe("CUPTI Profiler Host API (no GPU needed)", function()
-  local core = require("kloop.core")
+  local core = require("kloop.core.ffi")
   local ffi, C = core.ffi, core.C
   local err = ffi.new("kl_err")
   local have = C.kl_cupti_load(err) == 0

@@ -1,6 +1,6 @@
 -- tests/spec/prompt_spec.lua: prompt templates: ids, versions, the context schema, rendering and its errors.
-local prompt = require("kloop.prompt")
-local taskmod = require("kloop.task")
+local prompt = require("kloop.llm.prompt")
+local taskmod = require("kloop.eval.task")
 local util = require("kloop.util")
 
 local GPU = { name = "NVIDIA H200", arch = "sm_90", sm_count = 132, l2_bytes = 60 * 1048576, smem_per_block = 49152,
@@ -78,7 +78,7 @@ describe("prompt templates", function()
     -- no profile yet: no profile section
     assert.is_nil(m:find("Profile of the current kernel", 1, true))
     -- a profiled parent: the roofline line, counters and hints reach the model
-    parent.result.profile = require("kloop.profile").summarize({ time_ms = 275.8,
+    parent.result.profile = require("kloop.eval.profile").summarize({ time_ms = 275.8,
       cost = { flops = 2 * 4096 ^ 3, bytes = 4 * 3 * 4096 ^ 2 }, peaks = { flops = 52e12, bytes = 4.18e12 },
       peaks_source = "measured", metrics = { ["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"] = 33,
         ["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"] = 2 } })
@@ -283,7 +283,7 @@ describe("prompt templates", function()
 
   it("gives a C task a C prompt: the compiler and its flags, the CPU, its ISA and caches, and CPU hints", function()
     local host = assert(taskmod.load("examples/cpu/sgemm.c"))
-    local ch = require("kloop.compile_host")
+    local ch = require("kloop.eval.compile_host")
     local dir = os.tmpname()
     os.remove(dir)
     for i, c in ipairs({ { 1, "Data", "48K", "0" }, { 1, "Instruction", "32K", "0" }, { 2, "Unified", "2048K", "0-1" },
@@ -342,7 +342,7 @@ describe("prompt templates", function()
       local proposer = { name = "llm", eps = { ep } }
       -- renders what proposer_llm would send for this parent and template
       function proposer:children(ctx, parent, n, opts)
-        local id = opts and opts.template or require("kloop.proposer_llm").template_for(parent)
+        local id = opts and opts.template or require("kloop.search.proposer_llm").template_for(parent)
         local m = assert(prompt.messages(assert(prompt.load(id)), prompt.context({ task = ctx.task, gpu = GPU,
           parent = parent, best = ctx.best, baseline = ctx.baseline, attempts = ctx.history })))
         sent[#sent + 1] = { id = id, text = m[2].content }

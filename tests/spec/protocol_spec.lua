@@ -1,6 +1,6 @@
 -- tests/spec/protocol_spec.lua: the verification and timing protocol, on the sim backend.
 package.path = "tests/spec/support/?.lua;" .. package.path
-local protocol = require("kloop.protocol")
+local protocol = require("kloop.worker.protocol")
 local sim = require("backend_sim")
 
 local header = 'local g = require("sim_gemm")\nlocal ffi = require("ffi")\nreturn {\n'
@@ -270,7 +270,7 @@ describe("kloop.protocol: guard zones and the worker's state", function()
   it("catches a far write into kloop's copy of another size's inputs, restores it, and the next verdicts stand", function()
     local r = evaluate([[gemm = function(p)
       local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C)
-      local st = require("kloop.protocol").debug_state()
+      local st = require("kloop.worker.protocol").debug_state()
       local orig = ffi.cast("float*", st.cases[3].sets[2].dev_inputs[4])
       orig[17] = 0 end]])
     assert.are.equal("out_of_bounds", r.verdict, r.reason)
@@ -284,7 +284,7 @@ describe("kloop.protocol: guard zones and the worker's state", function()
   it("catches a write into the guard zone of an input original (checked after the candidate)", function()
     local r = evaluate([[gemm = function(p)
       local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C)
-      local st = require("kloop.protocol").debug_state()
+      local st = require("kloop.worker.protocol").debug_state()
       ffi.cast("uint32_t*", st.cases[3].sets[1].bufs[4].guards[1].ptr)[100] = 0 end]])
     assert.are.equal("out_of_bounds", r.verdict, r.reason)
     assert.are.equal("state check after the candidate", r.evidence.phase)
@@ -420,7 +420,7 @@ describe("kloop.protocol: the screening stage (docs/TASKS.md, Stages)", function
     -- a far write into kloop's copy of another size's input is caught after a screen too
     local o = evaluate([[gemm = function(p)
       local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C)
-      local st = require("kloop.protocol").debug_state()
+      local st = require("kloop.worker.protocol").debug_state()
       ffi.cast("float*", st.cases[3].sets[2].dev_inputs[4])[17] = 0 end]],
       { stage = "screen", screen_case = "check2", timing = SCREEN_TIMING })
     assert.are.equal("out_of_bounds", o.verdict, o.reason)

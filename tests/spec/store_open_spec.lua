@@ -1,8 +1,8 @@
 -- tests/spec/store_open_spec.lua: opening the store read-only never writes it; empty and
 -- foreign files are refused untouched; JSON output of the read commands is valid UTF-8.
-local store = require("kloop.store")
-local store_cmd = require("kloop.store_cmd")
-local core = require("kloop.core")
+local store = require("kloop.store.db")
+local store_cmd = require("kloop.cli.store_cmd")
+local core = require("kloop.core.ffi")
 local util = require("kloop.util")
 local ffi = core.ffi
 local C = core.C

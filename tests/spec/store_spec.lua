@@ -1,7 +1,7 @@
 -- tests/spec/store_spec.lua: the run store: provenance round trips, lineage, best, migrations, secrets.
-local store = require("kloop.store")
-local store_cmd = require("kloop.store_cmd")
-local core = require("kloop.core")
+local store = require("kloop.store.db")
+local store_cmd = require("kloop.cli.store_cmd")
+local core = require("kloop.core.ffi")
 local util = require("kloop.util")
 local ffi = core.ffi
 local C = core.C
@@ -37,7 +37,7 @@ local RESULT = {
   output_tail = "hello", created_at = "2026-01-01T00:00:02.000Z",
 }
 
-describe("kloop.store", function()
+describe("kloop.store.db", function()
   it("round-trips every provenance field of a run, a candidate, an evaluation and an LLM call", function()
     local db = assert(store.open(fresh_path()))
     local run = assert(db:begin_run(RUN))
@@ -269,7 +269,7 @@ describe("kloop.store", function()
     -- os.getenv cannot be set from Lua: the writer is a child kloop with the key in its environment
     local script = tmp .. "/plant.lua"
     util.write_file(script, string.format([[
-local store = require("kloop.store")
+local store = require("kloop.store.db")
 local db = assert(store.open(%q))
 local run = assert(db:begin_run { task_name = "t", strategy_text = "local key = '%s'\n",
   options = { api_key = %q, OPENAI_API_KEY = %q, llm = { headers = { Authorization = "Bearer " .. %q },
@@ -417,7 +417,7 @@ describe("kloop.store schema versions", function()
   end)
 end)
 
-describe("kloop.store_cmd", function()
+describe("kloop.cli.store_cmd", function()
   it("parses ids", function()
     assert.are.same({ "run", 3 }, { store_cmd.parse_ref("3", "run") })
     assert.are.same({ "candidate", 3 }, { store_cmd.parse_ref("3", "candidate") })
@@ -481,11 +481,11 @@ describe("API keys in kloop's own environment", function()
     -- the environment is the child's: it is started with the keys, and reports on itself
     local script = tmp .. "/keys.lua"
     util.write_file(script, string.format([[
-local util, C, ffi = require("kloop.util"), require("kloop.core").C, require("ffi")
+local util, C, ffi = require("kloop.util"), require("kloop.core.ffi").C, require("ffi")
 local function environ() return util.read_file("/proc/self/environ") or "" end
 local function has(s) return (s:find(%q, 1, true) or s:find(%q, 1, true) or s:find(%q, 1, true)) and "yes" or "no" end
 print("before " .. has(environ()))
-local llm = require("kloop.llm")
+local llm = require("kloop.llm.session")
 local mock = assert(dofile(%q).start())
 local eps = assert(llm.config({ model = "gpt-4o", llm_url = mock.openai_url, key_env = "KLOOP_LLM_API_KEY" }))
 print("environ " .. has(environ()))
@@ -505,7 +505,7 @@ print("again " .. again[1].api .. " " .. tostring(again[1].has_key))
 local h = llm.session({ no_cache = true }):complete(eps[1], { { role = "user", content = "hi" } })
 local req = mock:stats().requests[1]
 print("header " .. tostring(h.ok) .. " " .. tostring(req.headers.authorization == "Bearer " .. %q))
-print("store scrubs " .. require("kloop.store").scrub_text("x " .. %q .. " y"))
+print("store scrubs " .. require("kloop.store.db").scrub_text("x " .. %q .. " y"))
 mock:stop()
 ]], planted, aplanted, local_key, "tests/mock_llm/mock.lua", local_key, local_key))
     local cmd = string.format("OPENAI_API_KEY=%s ANTHROPIC_API_KEY=%s KLOOP_LLM_API_KEY=%s %s %s 2>&1; echo rc=$?",

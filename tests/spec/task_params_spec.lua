@@ -1,9 +1,9 @@
 -- tests/spec/task_params_spec.lua: kernels as autotuning users write them (issue 16):
 -- C++ entry names, tunables wherever a size appears, input roles by declaration.
-local taskmod = require("kloop.task")
-local plan = require("kloop.plan")
-local compile = require("kloop.compile")
-local core = require("kloop.core")
+local taskmod = require("kloop.eval.task")
+local plan = require("kloop.eval.plan")
+local compile = require("kloop.eval.compile")
+local core = require("kloop.core.ffi")
 
 local function write_task(sidecar, kernel)
   local dir = os.tmpname()
@@ -161,13 +161,13 @@ end)
 
 describe("kloop.compile: which entries need lowering", function()
   it("looks at code, not comments", function()
-    assert.is_true(require("kloop.compile").needs_lowering("k", '// no extern "C" here\n__global__ void k() {}'))
-    assert.is_false(require("kloop.compile").needs_lowering("k", 'extern "C" __global__ void k() {}'))
+    assert.is_true(require("kloop.eval.compile").needs_lowering("k", '// no extern "C" here\n__global__ void k() {}'))
+    assert.is_false(require("kloop.eval.compile").needs_lowering("k", 'extern "C" __global__ void k() {}'))
   end)
 end)
 
-describe("kloop.import_kt", function()
-  local kt = require("kloop.import_kt")
+describe("kloop.cli.import_kt", function()
+  local kt = require("kloop.cli.import_kt")
   local KSRC = 'extern "C" __global__ void k(float *y, float *x, int n) { (void)block_size_x; }\n'
   local function t1(over)
     local t = {
@@ -197,7 +197,7 @@ describe("kloop.import_kt", function()
     require("kloop.util").write_file(dir .. "/k.lua", side)
     local task = assert(taskmod.load(dir .. "/k.cu"))
     assert.are.equal("input", task.args[2].role)
-    local space = require("kloop.tune").space(task)
+    local space = require("kloop.search.tune").space(task)
     assert.are.equal(2, space.size)
   end)
   it("refuses what it cannot map, naming the field", function()
@@ -220,7 +220,7 @@ describe("kloop.import_kt", function()
 end)
 
 describe("the point a source is compiled at", function()
-  local taskmod = require("kloop.task")
+  local taskmod = require("kloop.eval.task")
   it("fills a parameter the source does not #define with its first value, keeps the source's own", function()
     local task = { params = { block_size_x = { 128, 256 }, BM = { 32, 64 } } }
     local src = "#ifndef BM\n#define BM 64\n#endif\n__global__ void k() { int b = block_size_x; }\n"

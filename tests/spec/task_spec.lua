@@ -1,7 +1,7 @@
 -- tests/spec/task_spec.lua: task sidecars load, and every mistake is refused with a
 -- message naming the file, the field and the fix.
-local taskmod = require("kloop.task")
-local plan = require("kloop.plan")
+local taskmod = require("kloop.eval.task")
+local plan = require("kloop.eval.plan")
 
 local KERNEL = [[
 extern "C" __global__ void scale(int N, const float *__restrict__ x, float *y) {
@@ -50,7 +50,7 @@ local function refused(sidecar, field, fix, kernel)
   return err
 end
 
-describe("kloop.task", function()
+describe("kloop.eval.task", function()
   it("loads a good sidecar and infers roles and distributions", function()
     local cu = write_task(GOOD)
     local t = assert(taskmod.load(cu))
@@ -238,9 +238,9 @@ extern "C" __global__ void scale_ref(int N, const float *x, double *y) {
 
     local function stops(sidecar, what)
       local cu, lua = write_task(sidecar)
-      local t0 = require("kloop.core").C.kl_now()
+      local t0 = require("kloop.core.ffi").C.kl_now()
       local t, err = taskmod.load(cu)
-      local dt = require("kloop.core").C.kl_now() - t0
+      local dt = require("kloop.core.ffi").C.kl_now() - t0
       assert.is_nil(t)
       assert.is_true(dt < 5, "took " .. dt .. " s")
       assert.matches(lua, err, 1, true)
@@ -275,7 +275,7 @@ extern "C" __global__ void scale_ref(int N, const float *x, double *y) {
 
   it("stops an endless sidecar at Ctrl-C, naming the file and the function", function()
     local util = require("kloop.util")
-    local core = require("kloop.core")
+    local core = require("kloop.core.ffi")
     local cu, lua = write_task("local n = 0\nwhile true do n = n + 1 end\n" .. GOOD)
     local cmd = string.format("timeout --preserve-status -s INT -k 5 1 %s check %s 2>&1; echo rc=$?",
       util.shell_quote(core.exe_path()), util.shell_quote(cu))

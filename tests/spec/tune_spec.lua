@@ -1,8 +1,8 @@
 -- tests/spec/tune_spec.lua: tune's learning search (strategies/tune.lua, kloop.surrogate)
 -- on synthetic spaces, driven the way the driver drives a strategy; no GPU.
-local surrogate = require("kloop.surrogate")
-local tune = require("kloop.tune")
-local rng = require("kloop.rng")
+local surrogate = require("kloop.search.surrogate")
+local tune = require("kloop.search.tune")
+local rng = require("kloop.search.rng")
 
 -- A task-like space: two or three parameters, a constraint, and a cost function.
 local function space_task(levels, dims, constraint)
@@ -51,7 +51,7 @@ local function drive(task, opts, time_of)
   return best, evaluated, ctx
 end
 
-describe("kloop.surrogate", function()
+describe("kloop.search.surrogate", function()
   it("learns a bowl well enough to rank points", function()
     local task = space_task(8, 2)
     local space = tune.space(task)

@@ -1,6 +1,6 @@
 -- tests/store/fixture.lua: fills a store with fake but complete runs for the CLI transcripts.
 -- usage: kloop tests/store/fixture.lua DB   (timestamps are fixed so output is stable)
-local store = require("kloop.store")
+local store = require("kloop.store.db")
 local path = assert(arg[1], "usage: kloop tests/store/fixture.lua DB")
 local db = assert(store.open(path))
 

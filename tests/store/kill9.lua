@@ -1,8 +1,8 @@
 -- tests/store/kill9.lua: kills the store writer with SIGKILL at 20 random moments and
 -- checks that nothing it acknowledged is lost and that the run resumes to its budget.
 -- usage: kloop tests/store/kill9.lua   (KLOOP_KILL9_SEED=N replays a sequence of delays)
-local store = require("kloop.store")
-local core = require("kloop.core")
+local store = require("kloop.store.db")
+local core = require("kloop.core.ffi")
 local util = require("kloop.util")
 
 local exe = assert(core.exe_path(), "cannot find the kloop binary")

@@ -1,7 +1,7 @@
 -- tests/store/writer.lua: the child of the kill -9 test: continues run RUN of DB until
 -- BUDGET candidates are evaluated, printing "ack ID" once each evaluation is committed.
 -- usage: kloop tests/store/writer.lua DB RUN BUDGET
-local store = require("kloop.store")
+local store = require("kloop.store.db")
 local db_path, run_id, budget = arg[1], tonumber(arg[2]), tonumber(arg[3])
 assert(db_path and run_id and budget, "usage: kloop tests/store/writer.lua DB RUN BUDGET")
 

@@ -23,7 +23,7 @@ function M.prepare_launch(fn, smem)
 end
 -- Memory is host memory: the host backend's own operations serve (its init, which
 -- enters the sandbox, is not used here).
-local host = require("kloop.backend_host")
+local host = require("kloop.worker.backend_host")
 M.alloc, M.free, M.h2d, M.d2h, M.d2d, M.fill32 = host.alloc, host.free, host.h2d, host.d2h, host.d2d, host.fill32
 M.check_regions = host.check_regions
 -- Kernel activity and metrics, simulated: every launch while activity is on leaves a

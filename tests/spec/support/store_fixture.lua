@@ -1,7 +1,7 @@
 -- tests/spec/support/store_fixture.lua: what the store specs share: a temporary folder,
 -- fresh database paths in it, and raw SQL on a file without the store (for fixtures the
 -- store would refuse).
-local core = require("kloop.core")
+local core = require("kloop.core.ffi")
 local util = require("kloop.util")
 local ffi, C = core.ffi, core.C
 

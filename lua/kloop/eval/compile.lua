@@ -1,0 +1,374 @@
+-- kloop.eval.compile: NVRTC straight to a cubin, in parallel children with a deadline,
+-- through a content-addressed cache, with includes and options fenced in.
+local core = require("kloop.core.ffi")
+local util = require("kloop.util")
+local ffi = core.ffi
+local C = core.C
+
+local M = {}
+
+M.default_parallel = 8
+M.default_deadline = 60 -- seconds per compile; a template or unroll bomb ends here
+
+-- Options a task or candidate may pass. Everything else is refused: -rdc would allow
+-- device-side launches, -I/--pre-include would reach host files, -G changes timing.
+local allowed_options = {
+  "^%-%-use_fast_math$", "^%-use_fast_math$", "^%-%-fmad=[a-z]+$", "^%-fmad=[a-z]+$",
+  "^%-%-ftz=[a-z]+$", "^%-%-prec%-div=[a-z]+$", "^%-%-prec%-sqrt=[a-z]+$",
+  "^%-%-extra%-device%-vectorization$", "^%-%-maxrregcount=%d+$", "^%-maxrregcount=%d+$",
+  "^%-std=c%+%+%d+$", "^%-%-std=c%+%+%d+$", "^%-D[%a_][%w_]*=?[%w_%.%-]*$",
+  "^%-O[0-3]$", "^%-%-restrict$", "^%-lineinfo$", "^%-%-dopt=on$",
+}
+
+function M.check_option(opt)
+  for _, pat in ipairs(allowed_options) do
+    if opt:match(pat) then return true end
+  end
+  return nil, "option '" .. opt .. "' is not allowed (allowed: fast-math, fmad/ftz/prec, maxrregcount, -std, -D, -O)"
+end
+
+-- Scans #include directives. Returns the list of quoted names (to be read from the
+-- task's folder), or nil, why. NVRTC would otherwise read any absolute host path and
+-- echo its content into the log, and logs go to the LLM.
+function M.scan_includes(source)
+  local s = source:gsub("\\\r?\n", "")                          -- line continuations
+  s = s:gsub("%%:", "#"):gsub("%?%?=", "#")                     -- digraph and trigraph #
+  local quoted = {}
+  local n = 0
+  for line in s:gmatch("[^\n]*") do
+    n = n + 1
+    local l = line:gsub("/%*.-%*/", " ")
+    local directive = l:match("^%s*#%s*([%a_]+)")
+    if directive == "include" or directive == "include_next" or directive == "import" or directive == "embed" then
+      if directive ~= "include" then return nil, string.format("line %d: #%s is not allowed", n, directive) end
+      local q = l:match('^%s*#%s*include%s*"([^"]+)"%s*$') or l:match('^%s*#%s*include%s*"([^"]+)"%s*//')
+      local a = l:match("^%s*#%s*include%s*<([^>]+)>%s*$") or l:match("^%s*#%s*include%s*<([^>]+)>%s*//")
+      local name = q or a
+      if not name then return nil, string.format("line %d: only #include \"file\" or <header> is allowed", n) end
+      if name:sub(1, 1) == "/" or name:find("%.%.") or name:find("\\") or name:find("~") then
+        return nil, string.format("line %d: #include of '%s' is refused (absolute paths and .. are not allowed)", n, name)
+      end
+      if q then quoted[#quoted + 1] = name end
+    elseif l:find("__has_include", 1, true) and (l:find('"/', 1, true) or l:find("</", 1, true) or l:find("%.%.")) then
+      return nil, string.format("line %d: __has_include of a host path is refused", n)
+    end
+  end
+  return quoted
+end
+
+-- Appends -DNAME=VALUE options, refusing anything that is not a plain name and value.
+function M.add_defines(options, defines)
+  for _, k in ipairs(util.sorted_keys(defines or {})) do
+    local v = tostring(defines[k])
+    if not tostring(k):match("^[%a_][%w_]*$") or not v:match("^[%w_%.%-]+$") then
+      return nil, "bad define " .. tostring(k) .. "=" .. v
+    end
+    options[#options + 1] = "-D" .. k .. "=" .. v
+  end
+  return true
+end
+
+-- An entry that needs NVRTC's name expressions: a template instance or a qualified
+-- name ("gemm<128, 8>", "ns::scale"), or any entry of a source without extern "C"
+-- (plain C++ linkage mangles every name).
+function M.needs_lowering(entry, src)
+  if entry:find("[<:]") then return true end
+  if src == nil then return false end
+  local code = src:gsub("/%*.-%*/", " "):gsub("//[^\n]*", "")
+  return not code:find('extern%s*"C"')
+end
+
+-- The name expression of an entry: parameters (then the source's numeric #defines)
+-- substituted for the names they define, then fenced to identifier characters, digits,
+-- <, >, commas, spaces and ::, since NVRTC compiles the expression as C++.
+function M.name_expression(entry, defines, src)
+  if type(entry) ~= "string" or #entry == 0 or #entry > 200 then return nil, "entry must be a short kernel name" end
+  local own = {}
+  for name, v in (src or ""):gmatch("#%s*define%s+([%a_][%w_]*)%s+([%w_%.%-]+)%s*\n") do own[name] = v end
+  local expr = entry:gsub("[%a_][%w_]*", function(w)
+    local v = defines and defines[w]
+    if v ~= nil then return tostring(v) end
+    return own[w]
+  end)
+  if expr:find("[^%w_<>, :]") or expr:gsub("::", ""):find(":") then
+    return nil, string.format("entry '%s' is not a kernel name (allowed: letters, digits, _, <, >, commas, spaces, ::)", entry)
+  end
+  return expr
+end
+
+-- The cache key of a build: two 64-bit hashes of everything that shapes the binary.
+function M.content_key(parts)
+  local blob = table.concat(parts, "\0")
+  return util.hex64(C.kl_hash64(blob, #blob, 0)) .. util.hex64(C.kl_hash64(blob, #blob, 0x9e3779b97f4a7c15ULL))
+end
+
+function M.cache_dir()
+  local d = os.getenv("KLOOP_CACHE")
+  if not d or d == "" then
+    local base = os.getenv("XDG_CACHE_HOME")
+    if not base or base == "" then base = (os.getenv("HOME") or "/tmp") .. "/.cache" end
+    d = base .. "/kloop"
+  end
+  -- absolute: workers load from here, and a sandboxed host worker may not ask for its
+  -- working folder (getcwd is outside its allow-list)
+  if d:sub(1, 1) ~= "/" then
+    local cwd = os.getenv("PWD")
+    if not cwd or cwd == "" then cwd = util.capture("pwd"):gsub("%s+$", "") end
+    d = cwd .. "/" .. d
+  end
+  return d .. "/cubin"
+end
+
+-- Parses ptxas -v lines of the log: per entry registers, spills, stack, smem.
+function M.parse_resources(log)
+  local res, cur = {}, nil
+  for line in (log or ""):gmatch("[^\n]+") do
+    local fn = line:match("Compiling entry function '([^']+)'")
+    if fn then
+      cur = { registers = 0, spill_stores = 0, spill_loads = 0, stack_bytes = 0, static_smem = 0, const_bytes = 0 }
+      res[fn] = cur
+    elseif cur then
+      local st, ss, sl = line:match("(%d+) bytes stack frame, (%d+) bytes spill stores, (%d+) bytes spill loads")
+      if st then cur.stack_bytes, cur.spill_stores, cur.spill_loads = tonumber(st), tonumber(ss), tonumber(sl) end
+      local regs = line:match("Used (%d+) registers")
+      if regs then cur.registers = tonumber(regs) end
+      local smem = line:match("(%d+) bytes smem")
+      if smem then cur.static_smem = tonumber(smem) end
+      local cmem = line:match("(%d+) bytes cmem%[0%]")
+      if cmem then cur.const_bytes = tonumber(cmem) end
+    end
+  end
+  return res
+end
+
+-- Bytes of static device data (__device__ variables: .nv.global and .nv.global.init)
+-- in a cubin, read from its ELF section headers; nil, why when it is not an ELF64 image.
+function M.static_data_bytes(image)
+  local ffi = require("ffi")
+  if type(image) ~= "string" or #image < 64 or image:sub(1, 5) ~= "\127ELF\2" then return nil, "not an ELF64 image" end
+  local p = ffi.cast("const uint8_t*", image)
+  local function u16(o) return p[o] + 256 * p[o + 1] end
+  local function u32(o) return u16(o) + 65536 * u16(o + 2) end
+  local function u64(o) return u32(o) + 4294967296 * u32(o + 4) end
+  local shoff, shentsize, shnum, shstrndx = u64(0x28), u16(0x3A), u16(0x3C), u16(0x3E)
+  if shentsize < 64 or shoff + shnum * shentsize > #image or shstrndx >= shnum then return nil, "bad section table" end
+  local stroff = u64(shoff + shstrndx * shentsize + 24)
+  local total = 0
+  for k = 0, shnum - 1 do
+    local h = shoff + k * shentsize
+    local nameoff = stroff + u32(h)
+    if nameoff < #image then
+      local name = image:match("^[^%z]*", nameoff + 1)
+      if name == ".nv.global" or name == ".nv.global.init" then total = total + u64(h + 32) end
+    end
+  end
+  return total
+end
+
+-- The log the user (and the LLM) sees: ptxas chatter removed, host paths hidden.
+function M.filter_log(log)
+  local out = {}
+  for line in (log or ""):gmatch("[^\n]+") do
+    if not line:match("^ptxas info") and not line:match("^ptxas%s+%.") then
+      out[#out + 1] = (line:gsub("/[%w_%-%./]+/", ""))
+    end
+  end
+  return table.concat(out, "\n")
+end
+
+-- Builds one compile job: returns job table or nil, why (a rejected candidate).
+-- src: source text; opts: {arch=, defines={K=V}, options={...}, dir=task folder, name=}
+function M.prepare(src, opts)
+  local arch = opts.arch or "sm_90"
+  if not arch:match("^sm_%d+a?$") then return nil, "arch must look like sm_90, got " .. tostring(arch) end
+  local quoted, why = M.scan_includes(src)
+  if not quoted then return nil, why end
+  local headers = {}
+  for _, name in ipairs(quoted) do
+    local path = (opts.dir or ".") .. "/" .. name
+    local text = util.read_file(path)
+    if not text then return nil, "#include \"" .. name .. "\": not found in the task's folder" end
+    local sub, swhy = M.scan_includes(text)
+    if not sub then return nil, name .. ": " .. swhy end
+    headers[#headers + 1] = { name = name, text = text }
+  end
+  local options = { "--gpu-architecture=" .. arch, "-std=c++17", "-lineinfo", "-Xptxas=-v",
+    "-I" .. core.cuda_home() .. "/include" }
+  for _, o in ipairs(opts.options or {}) do
+    local ok, err = M.check_option(o)
+    if not ok then return nil, err end
+    options[#options + 1] = o
+  end
+  local okd, derr = M.add_defines(options, opts.defines)
+  if not okd then return nil, derr end
+  -- C++ entries: name expressions in, lowered names out (job.lowered[entry])
+  local exprs, entries, seen = {}, {}, {}
+  for _, e in ipairs(opts.entries or {}) do
+    if not seen[e] and M.needs_lowering(e, src) then
+      seen[e] = true
+      local x, xerr = M.name_expression(e, opts.defines, src)
+      if not x then return nil, xerr end
+      entries[#entries + 1], exprs[#exprs + 1] = e, x
+    end
+  end
+  local nv = core.nvrtc_version() or "none"
+  local keyparts = { "nvrtc " .. nv, src }
+  for _, o in ipairs(options) do keyparts[#keyparts + 1] = o end
+  for _, h in ipairs(headers) do keyparts[#keyparts + 1] = h.name .. "\0" .. h.text end
+  for _, x in ipairs(exprs) do keyparts[#keyparts + 1] = "name " .. x end
+  local key = M.content_key(keyparts)
+  return { src = src, options = options, headers = headers, key = key, name = opts.name or "candidate.cu",
+    entries = entries, name_exprs = exprs }
+end
+
+local function cache_paths(key)
+  local dir = M.cache_dir()
+  return dir, dir .. "/" .. key .. ".cubin", dir .. "/" .. key .. ".log", dir .. "/" .. key .. ".names"
+end
+
+-- job.lowered: entry as the task wrote it -> the name the module exports.
+local function set_lowered(job, text)
+  job.lowered = {}
+  local i = 0
+  for line in (text or ""):gmatch("([^\n]*)\n") do
+    i = i + 1
+    if job.entries[i] then job.lowered[job.entries[i]] = line end
+  end
+  return i == #(job.name_exprs or {})
+end
+
+local function finish(job, ok, log, cubin, seconds, cached)
+  job.done = true
+  job.ok = ok
+  job.log = log or ""
+  job.seconds = seconds
+  job.cached = cached
+  job.resources = M.parse_resources(job.log)
+  job.cubin_path = ok and select(2, cache_paths(job.key)) or nil
+  if cubin and ok then job.cubin_bytes = #cubin end
+end
+
+local function try_cache(job)
+  local _, cpath, lpath, npath = cache_paths(job.key)
+  local log = util.read_file(lpath)
+  if #(job.name_exprs or {}) > 0 and not set_lowered(job, util.read_file(npath)) then return false end
+  if log and util.file_exists(cpath) then
+    finish(job, true, log, nil, 0, true)
+    return true
+  end
+  return false
+end
+
+local function store(job, log, cubin, lowered)
+  local dir, cpath, lpath, npath = cache_paths(job.key)
+  util.mkdir_p(dir)
+  if #(job.name_exprs or {}) > 0 then
+    local tmp = npath .. ".tmp" .. C.kl_getpid()
+    if util.write_file(tmp, lowered or "") then os.rename(tmp, npath) end
+  end
+  -- Write then rename, so a reader never sees half a cubin.
+  local tmp = cpath .. ".tmp" .. C.kl_getpid()
+  if util.write_file(tmp, cubin) then os.rename(tmp, cpath) end
+  tmp = lpath .. ".tmp" .. C.kl_getpid()
+  if util.write_file(tmp, log) then os.rename(tmp, lpath) end
+end
+
+local function start(job)
+  local req = ffi.new("kl_compile_req")
+  local keep = {}
+  req.source = job.src
+  req.name = job.name
+  local o = ffi.new("const char*[?]", #job.options, job.options)
+  keep[#keep + 1] = o
+  req.options = o
+  req.num_options = #job.options
+  if #job.headers > 0 then
+    local names, texts = {}, {}
+    for i, h in ipairs(job.headers) do names[i], texts[i] = h.name, h.text end
+    local hn = ffi.new("const char*[?]", #names, names)
+    local ht = ffi.new("const char*[?]", #texts, texts)
+    keep[#keep + 1] = hn
+    keep[#keep + 1] = ht
+    req.header_names, req.header_sources, req.num_headers = hn, ht, #names
+  end
+  if #(job.name_exprs or {}) > 0 then
+    local ne = ffi.new("const char*[?]", #job.name_exprs, job.name_exprs)
+    keep[#keep + 1] = ne
+    req.name_exprs, req.num_name_exprs = ne, #job.name_exprs
+  end
+  job.cjob = ffi.new("kl_compile_job")
+  local err = ffi.new("kl_err")
+  local st = C.kl_compile_start(req, job.cjob, err)
+  if st ~= 0 then
+    finish(job, false, ffi.string(err.msg), nil, 0, false)
+    job.error = ffi.string(err.msg)
+    return false
+  end
+  job.started = C.kl_now()
+  return true
+end
+
+local function poll(job, wait_ms, deadline)
+  local res = ffi.new("kl_compile_res")
+  local err = ffi.new("kl_err")
+  local st = C.kl_compile_poll(job.cjob, wait_ms, res, err)
+  if st == C.KL_ETIMEOUT then
+    if C.kl_now() - job.started > deadline then
+      C.kl_compile_kill(job.cjob)
+      finish(job, false, string.format("compile deadline exceeded (%.0f s): the compiler was stopped", deadline),
+        nil, C.kl_now() - job.started, false)
+      job.timeout = true
+    end
+    return
+  end
+  if st ~= 0 then
+    finish(job, false, ffi.string(err.msg), nil, C.kl_now() - job.started, false)
+    return
+  end
+  local log = res.log ~= nil and ffi.string(res.log, res.log_len) or ""
+  local cubin = res.cubin ~= nil and ffi.string(res.cubin, res.cubin_len) or nil
+  local lowered = res.lowered ~= nil and ffi.string(res.lowered, res.lowered_len) or ""
+  C.kl_free(res.log)
+  C.kl_free(res.cubin)
+  C.kl_free(res.lowered)
+  if job.entries then set_lowered(job, lowered) end
+  if res.ok == 1 and cubin then store(job, log, cubin, lowered) end
+  finish(job, res.ok == 1 and cubin ~= nil, log, cubin, res.seconds, false)
+end
+
+-- Compiles many prepared jobs, `parallel` at a time, each with its own deadline.
+-- Every job ends with: ok, log, resources, cubin_path, seconds, cached, timeout.
+function M.run(jobs, opts)
+  opts = opts or {}
+  local parallel = opts.parallel or M.default_parallel
+  local deadline = opts.deadline or M.default_deadline
+  local queue, running = {}, {}
+  for _, job in ipairs(jobs) do
+    if opts.no_cache or not try_cache(job) then queue[#queue + 1] = job end
+  end
+  local qi = 1
+  while qi <= #queue or #running > 0 do
+    while #running < parallel and qi <= #queue do
+      local job = queue[qi]
+      qi = qi + 1
+      if start(job) then running[#running + 1] = job end
+    end
+    local still = {}
+    for i, job in ipairs(running) do
+      poll(job, i == 1 and 20 or 0, deadline)
+      if not job.done then still[#still + 1] = job end
+    end
+    running = still
+  end
+  return jobs
+end
+
+-- One source, compiled now (cached): the job table.
+function M.compile(src, opts)
+  local job, why = M.prepare(src, opts)
+  if not job then return { done = true, ok = false, rejected = true, log = why, resources = {} } end
+  M.run({ job }, opts)
+  return job
+end
+
+return M

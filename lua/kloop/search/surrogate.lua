@@ -1,0 +1,205 @@
+-- kloop.search.surrogate: the model behind tune's learning search: a random forest over the
+-- parameters of a space (predicting log time, the spread of its trees as uncertainty)
+-- and expected improvement over the points not yet evaluated. Pure Lua, seeded by the
+-- run's rng, so a run with the same seed proposes the same points.
+local M = {}
+
+-- Features of a point: per parameter the log2 of a positive number, the number itself
+-- otherwise, or a value's index for non-numbers (ordered as the task lists them).
+function M.encoder(space, pairs_too)
+  local enc = {}
+  for i, n in ipairs(space.names) do
+    local vals = space.values[n]
+    local numeric, positive = true, true
+    for _, v in ipairs(vals) do
+      if type(v) ~= "number" then numeric = false end
+      if type(v) ~= "number" or v <= 0 then positive = false end
+    end
+    local index = {}
+    for k, v in ipairs(vals) do index[v] = k end
+    enc[i] = function(v)
+      if positive then return math.log(v) / math.log(2) end
+      if numeric then return v end
+      return index[v] or 0
+    end
+  end
+  -- pairwise sums and differences too: in log space they are products and ratios
+  -- (threads per block = BM * BN / (TM * TN), tiles per row ...), which axis-aligned
+  -- tree splits cannot express from single parameters
+  local d = #space.names
+  return function(p)
+    local x = {}
+    for i, n in ipairs(space.names) do x[i] = enc[i](p[n]) end
+    if pairs_too ~= false and d <= 12 then
+      for i = 1, d do
+        for j = i + 1, d do
+          x[#x + 1] = x[i] + x[j]
+          x[#x + 1] = x[i] - x[j]
+        end
+      end
+    end
+    return x
+  end
+end
+
+-- One regression tree on rows idx of X/y: split by the feature and threshold that most
+-- reduce the squared error, down to min_leaf rows or max_depth.
+local function build(X, y, idx, depth, opts, rng)
+  local n = #idx
+  local sum, sq = 0, 0
+  for _, r in ipairs(idx) do sum = sum + y[r] sq = sq + y[r] * y[r] end
+  local mean = sum / n
+  if n < 2 * opts.min_leaf or depth >= opts.max_depth or sq - sum * sum / n < 1e-12 then
+    return { value = mean }
+  end
+  local d = #X[idx[1]]
+  -- a random subset of features at each split (mtry), the forest's decorrelation
+  local feats = {}
+  for f = 1, d do feats[f] = f end
+  rng:shuffle(feats)
+  local mtry = math.max(1, math.ceil(d * opts.feature_fraction))
+  local best_gain, best_f, best_t = 0, nil, nil
+  for k = 1, mtry do
+    local f = feats[k]
+    local order = {}
+    for i, r in ipairs(idx) do order[i] = r end
+    table.sort(order, function(a, b) return X[a][f] < X[b][f] end)
+    local ls, lsq = 0, 0
+    for i = 1, n - 1 do
+      local v = y[order[i]]
+      ls, lsq = ls + v, lsq + v * v
+      local xa, xb = X[order[i]][f], X[order[i + 1]][f]
+      if xa < xb and i >= opts.min_leaf and n - i >= opts.min_leaf then
+        local rs, rsq = sum - ls, sq - lsq
+        local sse = (lsq - ls * ls / i) + (rsq - rs * rs / (n - i))
+        local gain = (sq - sum * sum / n) - sse
+        if gain > best_gain then best_gain, best_f, best_t = gain, f, (xa + xb) / 2 end
+      end
+    end
+  end
+  if not best_f then return { value = mean } end
+  local left, right = {}, {}
+  for _, r in ipairs(idx) do
+    if X[r][best_f] <= best_t then left[#left + 1] = r else right[#right + 1] = r end
+  end
+  return { f = best_f, t = best_t, left = build(X, y, left, depth + 1, opts, rng),
+    right = build(X, y, right, depth + 1, opts, rng) }
+end
+
+local function tree_predict(node, x)
+  while not node.value do
+    if x[node.f] <= node.t then node = node.left else node = node.right end
+  end
+  return node.value
+end
+
+local Forest = {}
+Forest.__index = Forest
+
+M.EXPLOIT = 2
+M.defaults = { trees = 32, min_leaf = 1, max_depth = 12, feature_fraction = 0.33 }
+
+-- Fits a forest to rows X (feature vectors) and targets y; bootstrap samples per tree.
+function M.fit(X, y, rng, opts)
+  local o = {}
+  for k, v in pairs(M.defaults) do o[k] = v end
+  for k, v in pairs(opts or {}) do o[k] = v end
+  local n = #X
+  local trees = {}
+  for t = 1, o.trees do
+    local idx = {}
+    for i = 1, n do idx[i] = rng:int(1, n) end
+    trees[t] = build(X, y, idx, 0, o, rng)
+  end
+  return setmetatable({ trees = trees }, Forest)
+end
+
+-- Mean and standard deviation of the trees' predictions at x.
+function Forest:predict(x)
+  local s, sq, k = 0, 0, #self.trees
+  for _, t in ipairs(self.trees) do
+    local v = tree_predict(t, x)
+    s, sq = s + v, sq + v * v
+  end
+  local mean = s / k
+  return mean, math.sqrt(math.max(sq / k - mean * mean, 0))
+end
+
+-- Expected improvement below `best` for a prediction (mean, sd); xi keeps some exploration.
+local SQRT2 = math.sqrt(2)
+local function erf(x)
+  -- Abramowitz and Stegun 7.1.26 (max error 1.5e-7), plenty for ranking candidates
+  local s = x < 0 and -1 or 1
+  x = math.abs(x)
+  local t = 1 / (1 + 0.3275911 * x)
+  local yv = 1 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * math.exp(-x * x)
+  return s * yv
+end
+
+function M.expected_improvement(mean, sd, best, xi)
+  local imp = best - mean - (xi or 0)
+  if sd < 1e-12 then return math.max(imp, 0) end
+  local z = imp / sd
+  local cdf = 0.5 * (1 + erf(z / SQRT2))
+  local pdf = math.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
+  return imp * cdf + sd * pdf
+end
+
+-- Picks up to k points of pool (feature vectors xs) by expected improvement under a
+-- model of (X, y), one at a time: each pick is added to the data at its predicted mean
+-- ("believer") so the next one looks elsewhere. Returns indices into pool and the best EI.
+function M.pick(X, y, xs, k, rng, opts)
+  opts = opts or {}
+  local X2, y2 = {}, {}
+  local cap = opts.max_rows or 300
+  if #X <= cap then
+    for i = 1, #X do X2[i], y2[i] = X[i], y[i] end
+  else
+    -- a long search: the model learns from the best two thirds of the cap and a random
+    -- rest (where the optimum is matters; the far slopes need only a sketch)
+    local order = {}
+    for i = 1, #X do order[i] = i end
+    table.sort(order, function(a, b) return y[a] < y[b] end)
+    local keep = math.floor(cap * 2 / 3)
+    for r = 1, keep do X2[r], y2[r] = X[order[r]], y[order[r]] end
+    for _ = keep + 1, cap do
+      local i = order[rng:int(keep + 1, #X)]
+      X2[#X2 + 1], y2[#y2 + 1] = X[i], y[i]
+    end
+  end
+  local chosen, taken, top_ei = {}, {}, nil
+  -- past a few hundred observations one fit serves the whole batch (top k by EI):
+  -- refitting per pick costs more than it changes
+  local refit = #X <= (opts.refit_below or 200)
+  local forest
+  for _ = 1, math.min(k, #xs) do
+    if refit or not forest then forest = M.fit(X2, y2, rng, opts.forest) end
+    local best = math.huge
+    for _, v in ipairs(y2) do best = math.min(best, v) end
+    -- every `exploit`-th pick (counted from opts.offset, so it alternates across calls
+    -- too) takes the lowest predicted time instead of the highest EI (0: never): EI
+    -- alone keeps exploring where a small budget needs to close in (docs/BENCHMARKS.md)
+    local exploit = opts.exploit or M.EXPLOIT
+    local greedy = exploit > 0 and ((opts.offset or 0) + #chosen) % exploit == exploit - 1
+    local bi, bei, bmean = nil, -1, nil
+    for i, x in ipairs(xs) do
+      if not taken[i] then
+        local mean, sd = forest:predict(x)
+        local ei = M.expected_improvement(mean, sd, best, opts.xi or 0.001)
+        if greedy then
+          if not bmean or mean < bmean then bi, bei, bmean = i, ei, mean end
+        elseif ei > bei or (ei == bei and bmean and mean < bmean) then
+          bi, bei, bmean = i, ei, mean
+        end
+      end
+    end
+    if not bi then break end
+    top_ei = top_ei or bei
+    chosen[#chosen + 1] = bi
+    taken[bi] = true
+    X2[#X2 + 1], y2[#y2 + 1] = xs[bi], bmean
+  end
+  return chosen, top_ei or 0
+end
+
+return M

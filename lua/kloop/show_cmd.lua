@@ -1,2 +1,0 @@
--- kloop.show_cmd: `kloop show ID`: a run, or a candidate with its lineage and evaluation (kloop.store_cmd does the work).
-return require("kloop.store_cmd").command("show")

@@ -1,0 +1,237 @@
+-- kloop.store.run: connects a strategy run (kloop.driver) to the run store: one run
+-- row; per evaluation a candidate row (with its LLM calls) written before it starts and
+-- an evaluation row written when it ends, so a candidate that takes kloop down with it
+-- is in the store and is marked crashed on --resume instead of being run again.
+local store = require("kloop.store.db")
+local util = require("kloop.util")
+local core = require("kloop.core.ffi")
+
+local M = {}
+local A = {}
+A.__index = A
+
+local LLM_KEEP = { candidate_id = true, request_hash = true, model = true, latency_s = true, http_status = true,
+  tokens_in = true, tokens_out = true, retries = true, cost = true, error = true }
+
+-- Opens the store and starts (or, with ctx.opts.resume, reopens) the run.
+function M.open(ctx, path)
+  local db, err = store.open(path or store.default_path())
+  if not db then return nil, err end
+  local self = setmetatable({ db = db, path = path or store.default_path() }, A)
+  local o = ctx.opts
+  if o.resume and o.resume > 0 then
+    local state, rerr = db:resume_state(o.resume)
+    if not state then db:close() return nil, rerr end
+    if state.run.task_path and util.basename(state.run.task_path) ~= util.basename(ctx.task.kernel) then
+      db:close()
+      return nil, string.format("run %d was on %s, not %s", o.resume, state.run.task_path, ctx.task.kernel)
+    end
+    local was, now = state.run.strategy_path, ctx.path
+    local function sname(x) return (util.basename(tostring(x)):gsub("%.lua$", "")) end
+    if was and now and sname(was) ~= sname(now) and not o.force then
+      db:close()
+      return nil, string.format("run %d was made by %s, not %s: its state would not fit (give --force to continue it anyway)",
+        o.resume, sname(was), sname(now))
+    end
+    -- read before reopen_run marks it running again: how did the run end?
+    local killed = state.run.status == "running"
+    assert(db:reopen_run(o.resume))
+    self.run_id = o.resume
+    self:settle(state, killed)
+    -- the run's own options (budget, seed, ...) apply unless given again now
+    for k, v in pairs(state.run.options or {}) do
+      if o[k] ~= nil and not (ctx.given or {})[k] and k ~= "resume" and k ~= "db" then o[k] = v end
+    end
+    if state.run.seed then o.seed = state.run.seed end
+    ctx.rng = require("kloop.search.rng").new(o.seed)
+    self.resumed = state
+    return self
+  end
+  local budget = { candidates = o.budget, time = o.time, tokens = o.tokens, money = o.money }
+  -- (runs.seed keeps the seed exactly; in the options JSON a seed of 10^14 or more is
+  -- text, since JSON numbers there keep 14 digits)
+  if type(o.seed) == "number" and o.seed >= 1e14 then
+    local copy = {}
+    for k, v in pairs(o) do copy[k] = v end
+    copy.seed = string.format("%d", o.seed)
+    o = copy
+  end
+  local id, berr = db:begin_run({ strategy_path = ctx.path, task = ctx.task, options = o, budget = budget,
+    seed = o.seed, gpu = ctx.gpu, nvrtc_version = ctx.task.backend == "cuda" and core.nvrtc_version() or nil })
+  if not id then db:close() return nil, berr end
+  self.run_id = id
+  return self
+end
+
+M.CRASHED_REASON = "kloop stopped during this candidate's evaluation (run resumed)"
+
+-- A resumed run's candidates that have no evaluation were being evaluated when it
+-- stopped. Killed (the run is still marked running: SIGKILL, a lost machine, or the
+-- candidate took kloop down): each gets a crashed evaluation now, so it counts against
+-- the budget and is never run again. Stopped cleanly (Ctrl-C, a strategy error):
+-- nothing was the candidate's fault, and it is evaluated again (A:pending).
+function A:settle(state, killed)
+  self.crashed, self.rerun = 0, {}
+  for _, c in ipairs(state.candidates) do
+    if not c.evaluation then
+      if killed then
+        local r = { verdict = "crashed", reason = M.CRASHED_REASON, evidence = { resumed = true } }
+        local id, err = self.db:add_evaluation(c.id, r)
+        if id then
+          r.id = id
+          c.evaluation = r
+          self.crashed = self.crashed + 1
+        else
+          self:warn("add_evaluation", err)
+        end
+      else
+        self.rerun[#self.rerun + 1] = c
+      end
+    end
+  end
+end
+
+local function as_cand(c)
+  return { source = c.source, defines = c.params, proposer = c.proposer, name = c.name, store_id = c.id,
+    model = c.model, prompt_id = c.prompt_id, prompt_hash = c.prompt_hash, sampling = c.sampling,
+    llm_seed = c.llm_seed, tokens_in = c.tokens_in, tokens_out = c.tokens_out, cost = c.cost_usd,
+    parent_ids = c.parents }
+end
+
+-- The stored candidates of a resumed run that have an evaluation (crashed ones
+-- included), as driver candidates with results, in order.
+function A:restored()
+  local out = {}
+  for _, c in ipairs(self.resumed and self.resumed.candidates or {}) do
+    if c.evaluation then
+      local cand = as_cand(c)
+      cand.result = c.evaluation
+      cand.evaluation_store_id = c.evaluation.id
+      out[#out + 1] = cand
+    end
+  end
+  return out
+end
+
+-- The stored candidates of a resumed run to evaluate again (their evaluation was
+-- interrupted), as driver candidates already in the store (store_id set), in order.
+function A:pending()
+  local out = {}
+  for _, c in ipairs(self.rerun or {}) do out[#out + 1] = as_cand(c) end
+  return out
+end
+
+-- A write the store refused (a full disk, an I/O error): the run cannot keep its
+-- promise that every fact is recorded, so it stops (the driver checks self.failed after
+-- each step) and says what the store still holds.
+function A:warn(what, err)
+  if not self.failed then
+    self.failed = string.format("%s failed (%s)", what, tostring(err))
+  end
+end
+
+-- What the store kept, for the line that says why the run stopped.
+function A:kept_text()
+  return string.format("the store %s keeps %d candidates with %d evaluations of run %d", self.path,
+    self.kept_candidates or 0, self.kept_evaluations or 0, self.run_id or 0)
+end
+
+-- One session event (kloop.llm log): a row per HTTP request, inserted when it is sent
+-- (outcome inflight: a kill leaves it so) and updated when it ends (retry, ok, failed,
+-- cancelled); a cached answer is a row of its own. self.llm_rows[seq] lists a call's rows.
+function A:llm_event(ctx, ev)
+  self.llm_rows = self.llm_rows or {}
+  self.llm_open = self.llm_open or {}
+  local rows = self.llm_rows[ev.seq] or {}
+  self.llm_rows[ev.seq] = rows
+  if ev.event == "llm_send" then
+    local id, err = self.db:add_llm_call(self.run_id, { request_hash = ev.key, model = ev.model, outcome = "inflight",
+      attempt = ev.attempt, retries = (ev.attempt or 1) - 1 })
+    if not id then return self:warn("add_llm_call", err) end
+    rows[#rows + 1] = id
+    self.llm_open[ev.seq] = id
+  elseif ev.event == "llm_retry" then
+    local id = self.llm_open[ev.seq]
+    self.llm_open[ev.seq] = nil
+    if id then
+      local ok, err = self.db:update_llm_call(id, { outcome = "retry", http_status = ev.status, latency_s = ev.attempt_s,
+        error = ev.why })
+      if not ok then self:warn("update_llm_call", err) end
+    end
+  elseif ev.event == "llm_done" then
+    local id = self.llm_open[ev.seq]
+    self.llm_open[ev.seq] = nil
+    local outcome = ev.cached and "cached" or ev.ok and "ok" or ev.kind == "cancelled" and "cancelled" or "failed"
+    local fields = { outcome = outcome, http_status = ev.status, latency_s = ev.cached and 0 or ev.attempt_s,
+      tokens_in = ev.usage and ev.usage.input, tokens_out = ev.usage and ev.usage.output, cost = ev.cost,
+      error = (not ev.ok) and ev.reason or nil, kind = (not ev.ok) and ev.kind or nil, retries = ev.retries }
+    local ok, err
+    if id then
+      ok, err = self.db:update_llm_call(id, fields)
+    elseif ev.cached or #rows == 0 then
+      -- no request went out for it (a cache hit, or it ended before it could start)
+      fields.request_hash, fields.model, fields.attempt = ev.key, ev.model, 0
+      ok, err = self.db:add_llm_call(self.run_id, fields)
+      if ok then rows[#rows + 1] = ok end
+    else
+      ok = true -- it ended while waiting to retry: its last row says why it was retried
+    end
+    if not ok then self:warn("llm_call", err) end
+  end
+end
+
+-- Writes a candidate about to be evaluated, with its LLM calls (cand.store_id); a
+-- candidate already stored (one evaluated again on resume) is left as it is.
+function A:propose(ctx, cand)
+  if cand.store_id then return cand.store_id end
+  local parents = {}
+  if cand.parent and cand.parent.store_id then parents[1] = cand.parent.store_id end
+  local id, err = self.db:add_candidate(self.run_id, {
+    source = cand.source, name = cand.name, params = cand.defines, parents = parents,
+    proposer = cand.proposer or "user", model = cand.model, prompt_id = cand.prompt_id,
+    prompt_hash = cand.prompt_hash, sampling = cand.sampling, llm_seed = cand.llm_seed,
+    tokens_in = cand.tokens_in, tokens_out = cand.tokens_out, cost = cand.cost })
+  if not id then return self:warn("add_candidate", err) end
+  cand.store_id = id
+  self.kept_candidates = (self.kept_candidates or 0) + 1
+  -- the requests that produced it were recorded as they happened: link them
+  for _, rid in ipairs(cand.llm_seq and self.llm_rows and self.llm_rows[cand.llm_seq] or {}) do
+    local okc, cerr = self.db:update_llm_call(rid, { candidate_id = id })
+    if not okc then self:warn("update_llm_call", cerr) end
+  end
+  for _, rec in ipairs(cand.llm_calls or {}) do
+    local r = { candidate_id = id }
+    for k, v in pairs(rec) do if LLM_KEEP[k] then r[k] = v end end
+    local okc, cerr = self.db:add_llm_call(self.run_id, r)
+    if not okc then self:warn("add_llm_call", cerr) end
+  end
+  return id
+end
+
+-- Writes the evaluation of a proposed candidate (cand.result) on its stored id.
+function A:record(ctx, cand)
+  local id = cand.store_id or self:propose(ctx, cand) -- (the first write failed: try once more)
+  if not id then return end
+  local ok, eerr = self.db:add_evaluation(id, cand.result)
+  if not ok then self:warn("add_evaluation", eerr) else self.kept_evaluations = (self.kept_evaluations or 0) + 1 end
+  cand.evaluation_store_id = ok or nil
+end
+
+-- A profile taken after the candidate was recorded (a strategy's ctx:profile).
+function A:record_profile(cand)
+  if not cand.evaluation_store_id then return end
+  local ok, err = self.db:set_profile(cand.evaluation_store_id, cand.result.profile)
+  if not ok then self:warn("set_profile", err) end
+end
+
+function A:finish(ctx, status, reason)
+  local ok, err = self.db:end_run(self.run_id, status, reason)
+  if not ok then
+    self:warn("end_run", err)
+    util.eprintf("kloop: store: could not mark run %d %s (%s); %s\n", self.run_id, status, tostring(err), self:kept_text())
+  end
+  self.db:close()
+  return ok
+end
+
+return M

@@ -1,0 +1,348 @@
+-- kloop.worker.backend_cuda: the CUDA backend of the evaluation protocol (runs in a worker).
+-- Every operation returns true/value, or nil, message, fatal; fatal means the context
+-- is dead and only a new worker process recovers.
+local core = require("kloop.core.ffi")
+local util = require("kloop.util")
+local ffi = core.ffi
+local C = core.C
+
+local M = { name = "cuda" }
+
+-- CUresult values after which the context is unusable (sticky errors).
+local FATAL = {
+  [700] = "illegal address", [701] = "launch out of resources", [702] = "launch timeout",
+  [710] = "device assert", [714] = "hardware stack error", [715] = "illegal instruction",
+  [716] = "misaligned address", [717] = "invalid address space", [718] = "invalid pc",
+  [719] = "launch failure", [999] = "unknown error",
+}
+-- 701 (out of resources) is reported at launch and leaves the context usable.
+FATAL[701] = nil
+
+local err = ffi.new("kl_err")
+
+local function check(st)
+  if st == 0 then return true end
+  local code = err.code
+  local fatal = err.status == C.KL_ECUDA and FATAL[code] ~= nil
+  return nil, ffi.string(err.msg), fatal, code
+end
+
+-- req: the worker's hello request ({device = N}).
+function M.init(req)
+  local device = req.device or 0
+  M.device = device
+  local ok, msg = check(C.kl_cuda_init(device or 0, err))
+  if not ok then return nil, msg end
+  local info = ffi.new("kl_gpu_info")
+  ok, msg = check(C.kl_cuda_info(device or 0, info, err))
+  if not ok then return nil, msg end
+  M.info = {
+    name = ffi.string(info.name), arch = string.format("sm_%d%d", info.cc_major, info.cc_minor),
+    sm_count = info.sm_count, l2_bytes = info.l2_bytes, clock_khz = info.clock_khz,
+    mem_clock_khz = info.mem_clock_khz, mem_bus_width = info.mem_bus_width,
+    smem_per_block_optin = info.smem_per_block_optin, driver_version = info.driver_version,
+    total_mem = tonumber(info.total_mem), uuid = ffi.string(info.uuid),
+  }
+  -- A scratch buffer twice the L2 size, read before each timed repetition (flush_cache).
+  local flush_bytes = math.max(2 * info.l2_bytes, 2^20)
+  local p = ffi.new("uint64_t[1]")
+  ok, msg = check(C.kl_cuda_alloc(flush_bytes, p, err))
+  if not ok then return nil, msg end
+  M.flush_ptr, M.flush_words = p[0], flush_bytes / 4
+  -- The device heap (in-kernel malloc) is small unless the task asks for more: it is
+  -- the one place a kernel's data outlives its module (docs/TASKS.md).
+  ok, msg = check(C.kl_cuda_set_heap_limit(req.device_heap or 2^20, err))
+  if not ok then return nil, msg end
+  M.ev0 = ffi.new("void*[1]")
+  M.ev1 = ffi.new("void*[1]")
+  ok, msg = check(C.kl_cuda_event_create(M.ev0, err))
+  if ok then ok, msg = check(C.kl_cuda_event_create(M.ev1, err)) end
+  if not ok then return nil, msg end
+  return M.info
+end
+
+function M.load(path)
+  local image = util.read_file(path)
+  if not image then return nil, "cannot read " .. path end
+  local mod = ffi.new("void*[1]")
+  local ok, msg, fatal = check(C.kl_cuda_module_load(image, mod, err))
+  if not ok then return nil, msg, fatal end
+  return { ptr = mod[0], image = image }
+end
+
+function M.unload(mod)
+  if mod and mod.ptr ~= nil then C.kl_cuda_module_unload(mod.ptr, err) mod.ptr = nil end
+end
+
+function M.func(mod, entry)
+  local fn = ffi.new("void*[1]")
+  local ok, msg, fatal = check(C.kl_cuda_function(mod.ptr, entry, fn, err))
+  if not ok then return nil, msg, fatal end
+  return fn[0]
+end
+
+function M.attrs(fn)
+  local a = ffi.new("kl_func_attrs")
+  if C.kl_cuda_func_attrs(fn, a, err) ~= 0 then return {} end
+  return { registers = a.num_regs, static_smem = a.static_smem, local_bytes = a.local_bytes,
+    const_bytes = a.const_bytes, max_threads = a.max_threads, binary_version = a.binary_version }
+end
+
+function M.prepare_launch(fn, smem)
+  if smem > 48 * 1024 then
+    return check(C.kl_cuda_func_set_dynamic_smem(fn, smem, err))
+  end
+  return true
+end
+
+function M.alloc(bytes)
+  local p = ffi.new("uint64_t[1]")
+  local ok, msg, fatal = check(C.kl_cuda_alloc(bytes, p, err))
+  if not ok then return nil, msg, fatal end
+  return p[0]
+end
+
+function M.free(ptr) C.kl_cuda_free(ptr, err) end
+function M.h2d(dst, src, bytes) return check(C.kl_cuda_h2d(dst, src, bytes, err)) end
+function M.d2h(dst, src, bytes) return check(C.kl_cuda_d2h(dst, src, bytes, err)) end
+function M.d2d(dst, src, bytes) return check(C.kl_cuda_d2d(dst, src, bytes, err)) end
+function M.fill32(dst, word, count) return check(C.kl_cuda_fill32(dst, word, count, err)) end
+
+function M.launch(fn, grid, block, smem, params)
+  local g = ffi.new("unsigned[3]", grid)
+  local b = ffi.new("unsigned[3]", block)
+  return check(C.kl_cuda_launch(fn, g, b, smem, params, err))
+end
+
+function M.sync() return check(C.kl_cuda_sync(err)) end
+
+-- Measures the copy bandwidth (bytes read + written) and the float32 FMA rate of this
+-- GPU; fma_cubin holds kloop.peaks' fma_peak kernel. Best of several repetitions.
+function M.measure_peaks(fma_cubin)
+  local bytes = 512 * 2^20
+  local a, e1 = M.alloc(bytes)
+  local b, e2 = M.alloc(bytes)
+  if not (a and b) then return nil, e1 or e2 end
+  local best_bw = 0
+  for rep = 1, 12 do
+    local ok, m = M.timer_start()
+    if ok then ok, m = M.d2d(b, a, bytes) end
+    if ok then ok, m = M.timer_stop() end
+    local ms = ok and M.timer_read()
+    if not ms then M.free(a) M.free(b) return nil, m end
+    if rep > 2 then best_bw = math.max(best_bw, 2 * bytes / (ms * 1e-3)) end
+  end
+  M.free(a)
+  M.free(b)
+  local mod, msg = M.load(fma_cubin)
+  if not mod then return nil, msg end
+  local fn, ferr = M.func(mod, "fma_peak")
+  if not fn then return nil, ferr end
+  local threads, blocks, iters = 256, M.info.sm_count * 16, 512
+  local out = assert(M.alloc(threads * blocks * 4))
+  local p_out = ffi.new("uint64_t[1]", out)
+  local p_it = ffi.new("int[1]", iters)
+  local p_a, p_b = ffi.new("float[1]", 0.999), ffi.new("float[1]", 0.001)
+  local params = ffi.new("void*[4]", { p_out, p_it, p_a, p_b })
+  local best_fl = 0
+  for rep = 1, 8 do
+    local ok, m = M.timer_start()
+    if ok then ok, m = M.launch(fn, { blocks, 1, 1 }, { threads, 1, 1 }, 0, params) end
+    if ok then ok, m = M.timer_stop() end
+    local ms = ok and M.timer_read()
+    if not ms then M.free(out) return nil, m end
+    if rep > 2 then best_fl = math.max(best_fl, 2 * 8 * iters * threads * blocks / (ms * 1e-3)) end
+  end
+  M.free(out)
+  M.unload(mod)
+  return { bytes = best_bw, flops = best_fl }
+end
+
+-- Clocks, temperature, power and throttle reasons now (nil, why when NVML is absent).
+function M.sample()
+  local s = ffi.new("kl_gpu_sample")
+  local e = ffi.new("kl_err")
+  if C.kl_nvml_sample(M.info.uuid, M.device or 0, s, e) ~= 0 then return nil, ffi.string(e.msg) end
+  return { sm_mhz = s.sm_mhz, mem_mhz = s.mem_mhz, temp_c = s.temp_c, power_w = s.power_mw / 1000,
+    throttle = tonumber(s.throttle) }
+end
+
+-- Kernel activity (CUPTI): start, then take the kernel records {name, ms, grid, block}
+-- of what ran since (and how many were dropped).
+function M.activity_start()
+  local e = ffi.new("kl_err")
+  if C.kl_activity_start(e) ~= 0 then return nil, ffi.string(e.msg), false, e.status == C.KL_ENOPERM end
+  return true
+end
+
+local function activity_records(fn)
+  local e = ffi.new("kl_err")
+  local max = 4096 -- as many as the core keeps; it counts the rest as dropped
+  local recs, n, dropped = ffi.new("kl_kernel_rec[?]", max), ffi.new("int[1]"), ffi.new("int[1]")
+  if fn(recs, max, n, dropped, e) ~= 0 then return nil, ffi.string(e.msg) end
+  local out = {}
+  for i = 0, math.min(n[0], max) - 1 do
+    local r = recs[i]
+    -- (a record flushed before its kernel ended has no end: not a duration)
+    if r.end_ns > r.start_ns then out[#out + 1] = { name = ffi.string(r.name), start_ns = tonumber(r.start_ns), end_ns = tonumber(r.end_ns),
+      ms = tonumber(r.end_ns - r.start_ns) / 1e6, grid = { r.grid[0], r.grid[1], r.grid[2] },
+      block = { r.block[0], r.block[1], r.block[2] } } end
+  end
+  return out, dropped[0]
+end
+
+-- Records since the start or the last take (recording goes on); stop ends recording.
+function M.activity_take() return activity_records(C.kl_activity_take) end
+function M.activity_stop() return activity_records(C.kl_activity_stop) end
+
+-- Hardware metrics for the kernels `run` launches, one range per kernel. User replay
+-- first: `prepare` (inputs copied in, outputs poisoned, L2 flushed) runs before every
+-- pass, so each pass starts from the state the timing gives a kernel; where CUPTI
+-- refuses that, kernel replay (CUPTI saves and restores memory itself). Returns
+-- {per_kernel = {{metric -> value}}, passes, chip, dropped, replay}, or nil, message,
+-- fatal, no_counters (profiling not permitted or not supported here).
+function M.profile_metrics(names, run, max_kernels, prepare)
+  local e = ffi.new("kl_err")
+  local function fail()
+    return nil, ffi.string(e.msg), false, e.status == C.KL_ENOPERM
+  end
+  local chip = ffi.new("char[64]")
+  if C.kl_prof_chip(M.device or 0, chip, 64, e) ~= 0 then return fail() end
+  local arr = ffi.new("const char*[?]", #names, names)
+  local function attempt(user)
+    local pp = ffi.new("kl_prof*[1]")
+    if C.kl_prof_new(chip, arr, #names, pp, e) ~= 0 then return fail() end
+    local prof = pp[0]
+    local function done(...) C.kl_prof_free(prof) return ... end
+    if C.kl_prof_enable(prof, max_kernels, user and 1 or 0, e) ~= 0 then return done(fail()) end
+    local need = C.kl_prof_passes(prof)
+    local all = ffi.new("int[1]")
+    local pass = 0
+    repeat
+      pass = pass + 1
+      if pass > need + 2 then
+        return done(nil, string.format("user replay: %d passes run, CUPTI asked for %d and wants more", pass - 1, need))
+      end
+      if prepare then
+        local ok, msg, fatal = prepare()
+        if not ok then return done(nil, msg, fatal) end
+      end
+      if C.kl_prof_start(prof, e) ~= 0 then
+        -- a later pass may need its configuration again (pass index from the last stop)
+        if pass == 1 or C.kl_prof_reconfigure(prof, e) ~= 0 or C.kl_prof_start(prof, e) ~= 0 then return done(fail()) end
+      end
+      local ok, msg, fatal = run()
+      if ok then ok, msg, fatal = M.sync() end
+      local st = C.kl_prof_stop(prof, all, e)
+      if not ok then return done(nil, msg, fatal) end
+      if st ~= 0 then return done(fail()) end
+    until not user or all[0] == 1
+    local ranges, dropped = ffi.new("int[1]"), ffi.new("int[1]")
+    if C.kl_prof_decode(prof, ranges, dropped, e) ~= 0 then return done(fail()) end
+    local per = {}
+    local vals = ffi.new("double[?]", #names)
+    for r = 0, ranges[0] - 1 do
+      if C.kl_prof_values(prof, r, vals, e) ~= 0 then return done(fail()) end
+      local k = {}
+      -- a metric CUPTI could not evaluate comes back NaN: leave it out
+      for i, n in ipairs(names) do
+        local v = vals[i - 1]
+        if v == v and v ~= math.huge and v ~= -math.huge then k[n] = v end
+      end
+      per[#per + 1] = k
+    end
+    return done({ per_kernel = per, passes = need, chip = ffi.string(chip), dropped = dropped[0],
+      replay = user and "user" or "kernel", passes_run = pass })
+  end
+  local res, msg, fatal, noperm = attempt(true)
+  if res or fatal or noperm then return res, msg, fatal, noperm end
+  local res2, msg2, fatal2, noperm2 = attempt(false)
+  if res2 then res2.user_replay_error = msg end
+  return res2, msg2, fatal2, noperm2
+end
+
+-- The L2 flush kernel (kloop.eval.flush_source, compiled by the parent): it reads the
+-- scratch buffer, twice the L2, which holds zeros so the kernel never writes.
+function M.set_flush_kernel(path)
+  if M.flush_fn then return true end -- once per worker
+  local mod, msg = M.load(path)
+  if not mod then return nil, "L2 flush kernel: " .. msg end
+  local fn, ferr = M.func(mod, "kloop_l2_flush")
+  if not fn then return nil, "L2 flush kernel: " .. ferr end
+  local ok, m2 = check(C.kl_cuda_fill32(M.flush_ptr, 0, M.flush_words, err))
+  if ok then ok, m2 = M.sync() end
+  if not ok then return nil, m2 end
+  local sink = M.alloc(16)
+  if not sink then return nil, "L2 flush kernel: no memory for its sink" end
+  M.flush_slots = { ffi.new("uint64_t[1]", M.flush_ptr), ffi.new("uint64_t[1]", M.flush_words / 4),
+    ffi.new("uint64_t[1]", sink) }
+  M.flush_params = ffi.new("void*[3]", M.flush_slots)
+  M.flush_mod, M.flush_fn = mod, fn
+  M.flush_grid = { M.info.sm_count * 8, 1, 1 }
+  return true
+end
+
+-- Makes the next launch start with a cold L2 and nothing dirty in it: reading twice
+-- the L2 of clean data writes back whatever earlier copies and fills left dirty (so
+-- that write-back does not land inside the timed region) and evicts the kernel's data.
+function M.flush_cache()
+  if not M.flush_fn then return nil, "no L2 flush kernel: the setup request brings it" end
+  return M.launch(M.flush_fn, M.flush_grid, { 256, 1, 1 }, 0, M.flush_params)
+end
+
+-- The state-check kernel (kloop.eval.check_source, compiled by the parent) and its two
+-- small buffers: region descriptors in, results out.
+M.max_regions = 4096
+function M.set_check_kernel(path)
+  if M.check_fn then return true end
+  local mod, msg = M.load(path)
+  if not mod then return nil, "state-check kernel: " .. msg end
+  local fn, ferr = M.func(mod, "kloop_check_regions")
+  if not fn then return nil, "state-check kernel: " .. ferr end
+  local desc, e1 = M.alloc(M.max_regions * ffi.sizeof("kl_region"))
+  local res, e2 = M.alloc(M.max_regions * ffi.sizeof("kl_region_result"))
+  if not (desc and res) then return nil, "state-check kernel: " .. tostring(e1 or e2) end
+  M.check_mod, M.check_fn, M.check_desc, M.check_res = mod, fn, desc, res
+  M.check_slots = { ffi.new("uint64_t[1]", desc), ffi.new("uint64_t[1]", res) }
+  M.check_params = ffi.new("void*[2]", M.check_slots)
+  return true
+end
+
+-- Checks n regions (kl_region arr[n]) into out (kl_region_result[n]): descriptors copied
+-- in, results zeroed, one launch, results copied back (the copy waits for the kernel).
+function M.check_regions(arr, n, out)
+  if not M.check_fn then return nil, "no state-check kernel: the setup request brings it" end
+  if n == 0 then return true end
+  if n > M.max_regions then return nil, "too many regions to check (" .. n .. ")" end
+  local most = 0
+  for k = 0, n - 1 do most = math.max(most, tonumber(arr[k].nwords)) end
+  local ok, msg, fatal = M.h2d(M.check_desc, arr, n * ffi.sizeof("kl_region"))
+  if ok then ok, msg, fatal = M.fill32(M.check_res, 0, n * ffi.sizeof("kl_region_result") / 4) end
+  local gx = math.max(1, math.min(M.info.sm_count * 4, math.ceil(most / (256 * 8))))
+  if ok then ok, msg, fatal = M.launch(M.check_fn, { gx, n, 1 }, { 256, 1, 1 }, 0, M.check_params) end
+  if ok then ok, msg, fatal = M.d2h(out, M.check_res, n * ffi.sizeof("kl_region_result")) end
+  return ok, msg, fatal
+end
+
+-- The backend's own device state a candidate could reach: the L2 flush scratch (zeros).
+function M.state_regions()
+  if not M.flush_ptr then return {} end
+  return { { ptr = M.flush_ptr, nwords = M.flush_words, mode = C.KL_REGION_CONST, word = 0,
+    what = "kloop's L2 flush buffer" } }
+end
+
+function M.restore_state()
+  if not M.flush_ptr then return true end
+  return check(C.kl_cuda_fill32(M.flush_ptr, 0, M.flush_words, err))
+end
+
+function M.timer_start() return check(C.kl_cuda_event_record(M.ev0[0], err)) end
+function M.timer_stop() return check(C.kl_cuda_event_record(M.ev1[0], err)) end
+function M.timer_read()
+  local ms = ffi.new("float[1]")
+  local ok, msg, fatal = check(C.kl_cuda_event_elapsed_ms(M.ev0[0], M.ev1[0], ms, err))
+  if not ok then return nil, msg, fatal end
+  return ms[0]
+end
+
+return M

@@ -1,0 +1,91 @@
+-- kloop.worker.main: the evaluation worker process (`kloop --worker BACKEND`). Requests
+-- arrive as framed JSON on fd 3, replies leave on fd 4; stdout is left to kernels.
+local core = require("kloop.core.ffi")
+local cjson = require("cjson")
+local protocol = require("kloop.worker.protocol")
+local ffi = core.ffi
+local C = core.C
+
+local M = {}
+
+local function recv()
+  local data, n = ffi.new("char*[1]"), ffi.new("size_t[1]")
+  local err = ffi.new("kl_err")
+  if C.kl_chan_recv(3, data, n, err) ~= 0 then return nil end
+  local s = ffi.string(data[0], n[0])
+  C.kl_free(data[0])
+  return s
+end
+
+local function send(tbl)
+  local s = cjson.encode(tbl)
+  local err = ffi.new("kl_err")
+  return C.kl_chan_send(4, s, #s, err) == 0
+end
+
+-- Requests that run candidates: each is the protocol function of the same name and
+-- always answers with a result table (a failing candidate is a verdict, not an error).
+-- (screen: the cascade's first stage, protocol.screen)
+local CANDIDATE_OPS = { evaluate = true, screen = true, compare = true, profile = true }
+
+function M.main(args)
+  cjson.encode_sparse_array(true)
+  cjson.encode_invalid_numbers(true)
+  local backend_name = args[1] or "cuda"
+  local be = require("kloop.worker.backend_" .. backend_name)
+  local ready = false
+  while true do
+    local msg = recv()
+    if not msg then return 0 end -- parent closed the channel: exit quietly
+    local ok, req = pcall(cjson.decode, msg)
+    local reply
+    if not ok or type(req) ~= "table" then
+      reply = { ok = false, error = "bad request: " .. tostring(req) }
+    elseif req.op == "quit" then
+      send({ ok = true })
+      return 0
+    else
+      local okc, res = xpcall(function()
+        if req.op == "hello" then
+          local info, err = be.init(req)
+          if not info then return { ok = false, error = err } end
+          ready = true
+          return { ok = true, gpu = info, pid = C.kl_getpid() }
+        elseif not ready then
+          return { ok = false, error = "send hello first" }
+        elseif req.op == "setup" then
+          if req.flush_cubin and be.set_flush_kernel then
+            local okf, ferr = be.set_flush_kernel(req.flush_cubin)
+            if not okf then return { ok = false, error = ferr } end
+          end
+          if req.check_cubin and be.set_check_kernel then
+            local okc2, cerr = be.set_check_kernel(req.check_cubin)
+            if not okc2 then return { ok = false, error = cerr } end
+          end
+          local r, err = protocol.setup(be, req.spec, req.ref_cubin)
+          if not r then return { ok = false, error = err } end
+          r.ok = true
+          return r
+        elseif CANDIDATE_OPS[req.op] then
+          local r = protocol[req.op](be, req)
+          r.ok = true
+          return r
+        elseif req.op == "peaks" then
+          if not be.measure_peaks then return { ok = false, error = "no peaks on the " .. backend_name .. " backend" } end
+          local r, err = be.measure_peaks(req.cubin)
+          if not r then return { ok = false, error = err } end
+          r.ok = true
+          return r
+        end
+        return { ok = false, error = "unknown op " .. tostring(req.op) }
+      end, debug.traceback)
+      reply = okc and res or { ok = false, error = "worker error: " .. tostring(res) }
+    end
+    io.stdout:flush()
+    if not send(reply) then return 1 end
+    -- the context is dead, or the state could not be shown intact: exit, the parent restarts us
+    if reply.fatal or reply.restart then return 3 end
+  end
+end
+
+return M

@@ -1,0 +1,883 @@
+-- kloop.worker.protocol: the verification and timing protocols, written once above the
+-- backends. Runs inside a worker process; `be` is a backend module (backend_cuda, ...).
+-- Every failure of a candidate is a result table with a verdict, never an error.
+local core = require("kloop.core.ffi")
+local stats = require("kloop.eval.stats")
+local ffi = core.ffi
+local C = core.C
+
+local M = {}
+
+local DTYPE = { f32 = C.KL_F32, f64 = C.KL_F64, f16 = C.KL_F16, bf16 = C.KL_BF16, i32 = C.KL_I32,
+  i64 = C.KL_I64, u32 = C.KL_U32, u8 = C.KL_U8, i8 = C.KL_I8 }
+local DIST = { uniform = C.KL_DIST_UNIFORM, normal = C.KL_DIST_NORMAL, const = C.KL_DIST_CONST, int = C.KL_DIST_INT }
+local SCALAR_CT = { f32 = "float[1]", f64 = "double[1]", i32 = "int32_t[1]", u32 = "uint32_t[1]",
+  i64 = "int64_t[1]", u8 = "uint8_t[1]", i8 = "int8_t[1]" }
+
+-- Host buffers (inputs, references, read-backs) through the core's allocator, freed by
+-- the GC when the worker lets go of them.
+local function host_alloc(bytes)
+  local p = C.kl_host_alloc(math.max(bytes, 4))
+  if p == nil then return nil end
+  return ffi.gc(ffi.cast("uint8_t*", p), C.kl_host_free)
+end
+
+local function round4(b) return math.ceil(b / 4) * 4 end
+
+-- The worker's state for one task: inputs, reference outputs and device buffers per case.
+local state = nil
+
+-- Every device buffer a candidate can reach (its arguments) and every copy kloop keeps
+-- on the device (the input originals) sits inside a larger allocation, with a guard zone
+-- on each side: an off-by-one row or a ragged tile lands there instead of in the next
+-- allocation. Guards are as large as the buffer, between 64 KiB and 16 MiB a side
+-- (docs/TASKS.md, "Guard zones").
+local GUARD_MIN, GUARD_MAX = 64 * 1024, 16 * 2^20
+local REGION = { digest = C.KL_REGION_DIGEST, guard = C.KL_REGION_GUARD, const = C.KL_REGION_CONST }
+
+local function guard_size(bytes)
+  local g = math.min(math.max(bytes, GUARD_MIN), GUARD_MAX)
+  return math.ceil(g / 65536) * 65536
+end
+
+local function free_state(be)
+  if not state then return end
+  for _, b in ipairs(state.bufs) do be.free(b.base) end
+  state = nil
+end
+
+-- A seed for region n of this worker, from the run secret's guard seed (spec.guard_seed).
+local function region_seed(n)
+  local key = tostring(state.guard_seed) .. "/" .. n
+  return C.kl_hash64(key, #key, 0x67756172ULL)
+end
+
+-- Allocates `bytes` (rounded up to words) between two guard zones; what names it in
+-- verdicts. Returns the buffer record ({ptr, bytes, guards, ...}) or nil, msg, fatal.
+local function alloc_guarded(be, bytes, what)
+  local g = guard_size(bytes)
+  local used = round4(math.max(bytes, 4))
+  local total = 2 * g + math.ceil(used / 256) * 256
+  local base, msg, fatal = be.alloc(total)
+  if not base then return nil, msg, fatal end
+  local b = { base = base, ptr = base + g, bytes = bytes, used = used, what = what }
+  local n = #state.bufs + 1
+  state.bufs[n] = b
+  b.guards = {
+    { ptr = base, nwords = g / 4, mode = REGION.guard, seed = region_seed(2 * n), side = "before", buf = b },
+    { ptr = base + g + used, nwords = (total - g - used) / 4, mode = REGION.guard, seed = region_seed(2 * n + 1),
+      side = "after", buf = b },
+  }
+  return b
+end
+
+-- Writes a buffer's guard patterns (at setup, and to restore them after a trip).
+local function fill_guards(be, b)
+  for _, r in ipairs(b.guards) do
+    C.kl_guard_fill(state.guard_tmp, r.nwords, r.seed)
+    local ok, msg, fatal = be.h2d(r.ptr, state.guard_tmp, r.nwords * 4)
+    if not ok then return nil, msg, fatal end
+  end
+  return true
+end
+
+-- A list of regions checked in one backend call: ffi descriptors built once (the
+-- backend copies them to the device right before each check).
+local function region_list(items)
+  local n = #items
+  local arr = ffi.new("kl_region[?]", math.max(n, 1))
+  for k, r in ipairs(items) do
+    local d = arr[k - 1]
+    d.ptr, d.nwords, d.seed, d.mode, d.word = r.ptr, r.nwords, r.seed or 0, r.mode, r.word or 0
+  end
+  return { items = items, arr = arr, n = n, out = ffi.new("kl_region_result[?]", math.max(n, 1)) }
+end
+
+local function verdict(v, reason, evidence)
+  return { verdict = v, reason = reason, evidence = evidence or {} }
+end
+
+-- The parameter array holds raw pointers to its slots, which the GC cannot see:
+-- the slots stay alive exactly as long as the array does.
+local anchors = setmetatable({}, { __mode = "k" })
+
+-- Builds the kernel parameter array for a case from the live device buffers.
+local function build_params(spec, case, out_dtype_override, out_ptrs)
+  local n = #spec.args
+  local params = ffi.new("void*[?]", math.max(n, 1))
+  local keep = {}
+  for i, a in ipairs(spec.args) do
+    local slot
+    if a.pointer then
+      local ptr = (out_ptrs and out_ptrs[i]) or case.dev[i]
+      slot = ffi.new("uint64_t[1]", ptr)
+    else
+      slot = ffi.new(SCALAR_CT[a.dtype], case.args[i].value)
+    end
+    keep[i] = slot
+    params[i - 1] = slot
+  end
+  anchors[params] = keep
+  return params
+end
+
+-- Launches a plan (list of {fn, grid, block, smem}); returns true or nil, msg, fatal.
+local function launch_plan(be, kernels, params)
+  for k, kern in ipairs(kernels) do
+    local ok, msg, fatal = be.launch(kern.fn, kern.grid, kern.block, kern.smem, params)
+    if not ok then return nil, (#kernels > 1 and ("kernel " .. k .. ": ") or "") .. msg, fatal end
+  end
+  return true
+end
+
+-- Copies set `s` of a case's inputs into the live buffers (inputs and inouts).
+local function load_inputs(be, spec, case, s)
+  local set = case.sets[s]
+  for i, a in ipairs(spec.args) do
+    if a.pointer and a.role ~= "output" then
+      local ok, msg, fatal = be.d2d(case.dev[i], set.dev_inputs[i], round4(case.bytes[i]))
+      if not ok then return nil, msg, fatal end
+    end
+  end
+  return true
+end
+
+local function poison_outputs(be, spec, case)
+  for i, a in ipairs(spec.args) do
+    if a.pointer and a.role == "output" then
+      local ok, msg, fatal = be.fill32(case.dev[i], C.kl_poison_word(DTYPE[a.dtype]), round4(case.bytes[i]) / 4)
+      if not ok then return nil, msg, fatal end
+    end
+  end
+  return true
+end
+
+-- Sets up the task: fresh inputs from the run secret, reference outputs in higher
+-- precision, guarded device buffers, and the digests of every input (host truth that
+-- the device copies are checked against). spec is the concrete task (see kloop.eval).
+function M.setup(be, spec, ref_cubin)
+  free_state(be)
+  local t0 = C.kl_now()
+  if be.set_signature then be.set_signature(spec.args) end
+  local ref_mod, msg = be.load(ref_cubin)
+  if not ref_mod then return nil, "reference: " .. msg end
+  local ref_fn
+  ref_fn, msg = be.func(ref_mod, spec.reference.entry)
+  if not ref_fn then return nil, "reference: " .. msg end
+  state = { spec = spec, cases = {}, bufs = {}, guard_seed = spec.guard_seed or 0 }
+  state.dseed = region_seed(0)
+  state.guard_tmp = host_alloc(GUARD_MAX + 256)
+  if not state.guard_tmp then free_state(be) return nil, "out of host memory for guard patterns" end
+  local function fail(m) free_state(be) return nil, m end
+  local ref_dtype = spec.reference.precision
+  for ci, cs in ipairs(spec.cases) do
+    local case = { label = cs.label, bench = cs.bench, args = cs.args, bytes = {}, dev = {}, bufs = {}, sets = {},
+      size = cs.size }
+    state.cases[ci] = case
+    for i, a in ipairs(spec.args) do
+      if a.pointer then
+        local count = cs.args[i].count
+        case.bytes[i] = count * tonumber(C.kl_dtype_size(DTYPE[a.dtype]))
+        local b, err = alloc_guarded(be, case.bytes[i], string.format("%s (%s)", a.name, cs.label))
+        if not b then return fail(string.format("%s: allocating %s: %s", cs.label, a.name, err)) end
+        local ok, e2 = fill_guards(be, b)
+        if not ok then return fail(e2) end
+        case.dev[i], case.bufs[i] = b.ptr, b
+      end
+    end
+    for s = 1, spec.nsets do
+      local set = { host_inputs = {}, hashes = {}, digests = {}, dev_inputs = {}, bufs = {}, refs = {}, ref_rms = {} }
+      case.sets[s] = set
+      for i, a in ipairs(spec.args) do
+        if a.pointer and a.role ~= "output" then
+          local count = cs.args[i].count
+          local used = round4(math.max(case.bytes[i], 4))
+          local h = host_alloc(used)
+          if not h then return fail("out of host memory for inputs") end
+          ffi.fill(h + case.bytes[i], used - case.bytes[i])
+          local d = a.dists[(s - 1) % #a.dists + 1]
+          local seed = cs.seeds[s][i]
+          if C.kl_buf_fill(h, DTYPE[a.dtype], count, DIST[d.kind], d.a, d.b, seed) ~= 0 then
+            return fail("cannot fill " .. a.name)
+          end
+          set.host_inputs[i] = h
+          set.hashes[i] = C.kl_buf_hash(h, case.bytes[i])
+          set.digests[i] = C.kl_digest(h, used / 4, state.dseed)
+          local b, err = alloc_guarded(be, case.bytes[i], string.format("kloop's copy of input %s (%s, set %d)",
+            a.name, cs.label, s))
+          if not b then return fail("allocating input copies: " .. err) end
+          local ok, e2 = fill_guards(be, b)
+          if ok then ok, e2 = be.h2d(b.ptr, h, used) end
+          if not ok then return fail(e2) end
+          set.dev_inputs[i], set.bufs[i] = b.ptr, b
+        end
+      end
+      -- The reference writes its own (higher precision) output buffers.
+      local ok, err = load_inputs(be, spec, case, s)
+      if not ok then return fail(err) end
+      local ref_out = {}
+      for i, a in ipairs(spec.args) do
+        if a.pointer and a.role ~= "input" then
+          local bytes = cs.args[i].count * tonumber(C.kl_dtype_size(DTYPE[ref_dtype]))
+          ref_out[i] = assert(be.alloc(round4(bytes)))
+          set.refs[i] = { bytes = bytes }
+          if a.role == "inout" then
+            -- the reference starts from the same initial values as the candidate (a
+            -- stencil's halo it never writes), in its own precision
+            local h = set.host_inputs[i]
+            if ref_dtype ~= a.dtype then
+              local conv = host_alloc(bytes)
+              if not conv or C.kl_buf_convert(h, DTYPE[a.dtype], conv, DTYPE[ref_dtype], cs.args[i].count) ~= 0 then
+                return fail(string.format("cannot convert %s's initial values to the reference's %s", a.name, ref_dtype))
+              end
+              h = conv
+            end
+            local okh, eh = be.h2d(ref_out[i], h, bytes)
+            if not okh then return fail(eh) end
+          end
+        end
+      end
+      local params = build_params(spec, case, ref_dtype, ref_out)
+      local kernels = {}
+      for k, p in ipairs(cs.ref_plan) do
+        kernels[k] = { fn = ref_fn, grid = p.grid, block = p.block, smem = p.smem }
+        be.prepare_launch(ref_fn, p.smem)
+      end
+      ok, err = launch_plan(be, kernels, params)
+      if ok then ok, err = be.sync() end
+      if not ok then return fail("reference failed on " .. cs.label .. ": " .. err) end
+      for i, r in pairs(set.refs) do
+        local h = host_alloc(r.bytes)
+        ok, err = be.d2h(h, ref_out[i], r.bytes)
+        be.free(ref_out[i])
+        if not ok then return fail(err) end
+        r.host = h
+        r.dtype = ref_dtype
+        -- rms of the reference, for the scale of the per-element bound
+        local cmp = ffi.new("kl_cmp")
+        C.kl_buf_compare(h, DTYPE[ref_dtype], h, DTYPE[ref_dtype], cs.args[i].count, 0, 0, 0, 0, cmp)
+        set.ref_rms[i] = cmp.ref_norm / math.sqrt(math.max(1, cs.args[i].count))
+        if cmp.n_nonfinite > 0 then
+          return fail(string.format("the reference wrote NaN/Inf on %s (element %d)", cs.label, tonumber(cmp.first_nonfinite)))
+        end
+      end
+    end
+  end
+  be.unload(ref_mod)
+  -- host scratch for read-backs: the largest output of any case, twice (determinism)
+  local maxb = 4
+  for _, case in ipairs(state.cases) do
+    for i, a in ipairs(spec.args) do
+      if a.pointer then maxb = math.max(maxb, round4(case.bytes[i])) end
+    end
+  end
+  state.scratch = { host_alloc(maxb), host_alloc(maxb) }
+  -- What is checked after each launch of a case (its guards and its live inputs), and
+  -- after each candidate (every guard, every input original, the backend's own state).
+  local all = {}
+  for _, case in ipairs(state.cases) do
+    local items, guards = {}, {}
+    for i, a in ipairs(spec.args) do
+      local b = case.bufs[i]
+      if b then
+        items[#items + 1] = b.guards[1]
+        items[#items + 1] = b.guards[2]
+        guards[#guards + 1] = b.guards[1]
+        guards[#guards + 1] = b.guards[2]
+        all[#all + 1] = b.guards[1]
+        all[#all + 1] = b.guards[2]
+        if a.role == "input" then
+          items[#items + 1] = { ptr = b.ptr, nwords = b.used / 4, mode = REGION.digest, seed = state.dseed,
+            input = i, buf = b }
+        end
+      end
+    end
+    case.guard_regions = region_list(guards)
+    case.launch_regions = region_list(items)
+    for s, set in ipairs(case.sets) do
+      for i, b in pairs(set.bufs) do
+        all[#all + 1] = b.guards[1]
+        all[#all + 1] = b.guards[2]
+        all[#all + 1] = { ptr = b.ptr, nwords = b.used / 4, mode = REGION.digest, seed = state.dseed,
+          expect = set.digests[i], buf = b, original = true }
+      end
+    end
+  end
+  for _, r in ipairs(be.state_regions and be.state_regions() or {}) do all[#all + 1] = r end
+  state.all_regions = region_list(all)
+  local bad = M.check_state(be)
+  if bad then return fail("the worker's state does not check out right after setup: " .. bad.reason) end
+  return { seconds = C.kl_now() - t0, cases = #state.cases, sets = spec.nsets,
+    guard_bytes = (function() local t = 0 for _, b in ipairs(state.bufs) do t = t + 4 * (b.guards[1].nwords + b.guards[2].nwords) end return t end)() }
+end
+
+-- Runs a region list through the backend; returns the results array or nil, verdict, fatal.
+local function run_regions(be, list)
+  local ok, msg, fatal = be.check_regions(list.arr, list.n, list.out)
+  if not ok then return nil, verdict(fatal and "crashed" or "launch_error", "state check: " .. tostring(msg)), fatal end
+  return list.out
+end
+
+-- The out_of_bounds verdict for a tripped guard: which buffer, which side, where, how many.
+local function guard_verdict(r, res, phase)
+  local b = r.buf
+  local count, first = tonumber(res.value), tonumber(0xFFFFFFFFFFFFFFFFULL - res.first)
+  local offset = r.side == "after" and (b.used + 4 * first) or -(4 * (r.nwords - first))
+  local ev = { buffer = b.what, side = r.side, offset = offset, count = count, phase = phase }
+  local where = r.side == "after" and string.format("%d bytes past the end", offset - b.bytes)
+    or string.format("%d bytes before the start", -offset)
+  return verdict("out_of_bounds", string.format("the kernel wrote outside its buffers: %d words changed in the guard zone %s %s%s, the first %s",
+    count, r.side, b.what, phase and (" (" .. phase .. ")") or "", where), ev)
+end
+
+-- Guards of the buffers a launch on `case` could reach, and (when s is given) its live
+-- inputs against the digest of input set s. Returns nil when intact, or a verdict, fatal.
+local function check_launch(be, spec, case, s, phase)
+  local list = s and case.launch_regions or case.guard_regions
+  local out, v, fatal = run_regions(be, list)
+  if not out then return v, fatal end
+  for k, r in ipairs(list.items) do
+    local res = out[k - 1]
+    if r.mode == REGION.guard and res.value ~= 0 then
+      state.tripped = true
+      return guard_verdict(r, res, phase)
+    elseif r.input and res.value ~= case.sets[s].digests[r.input] then
+      -- a changed original (a far write in an earlier launch) is not this input's fault
+      local bad = M.check_state(be)
+      if bad then return bad end
+      local i = r.input
+      local a = spec.args[i]
+      local host = state.scratch[2]
+      local ok, msg, f2 = be.d2h(host, case.dev[i], case.bytes[i])
+      if not ok then return verdict(f2 and "crashed" or "launch_error", msg), f2 end
+      local idx = C.kl_buf_first_diff(host, case.sets[s].host_inputs[i], DTYPE[a.dtype], case.args[i].count)
+      return verdict("inputs_modified", string.format("input %s was changed by the kernel (%s, first at element %d)",
+        a.name, case.label, tonumber(idx)), { case = case.label, arg = a.name, index = tonumber(idx) })
+    end
+  end
+  return nil
+end
+
+-- Checks everything the worker keeps on the device against host truth: every guard zone,
+-- every input original, the backend's own buffers (the L2 flush scratch). Returns nil
+-- when intact, or an out_of_bounds verdict naming the first thing found changed.
+function M.check_state(be)
+  if not state then return nil end
+  local list = state.all_regions
+  local out, v = run_regions(be, list)
+  if not out then return v end
+  for k, r in ipairs(list.items) do
+    local res = out[k - 1]
+    if r.mode == REGION.guard and res.value ~= 0 then
+      state.tripped = true
+      return guard_verdict(r, res, "state check after the candidate")
+    elseif r.mode == REGION.digest and res.value ~= r.expect then
+      state.tripped = true
+      return verdict("out_of_bounds", string.format("the kernel wrote outside its buffers: %s was changed", r.buf.what),
+        { buffer = r.buf.what, phase = "state check after the candidate" })
+    elseif r.mode == REGION.const and res.value ~= 0 then
+      state.tripped = true
+      return verdict("out_of_bounds", string.format("the kernel wrote outside its buffers: %s was changed (%d words)",
+        r.what or "kloop's scratch", tonumber(res.value)), { buffer = r.what, count = tonumber(res.value),
+        phase = "state check after the candidate" })
+    end
+  end
+  return nil
+end
+
+-- Puts every guard, input original and backend buffer back from host truth, then checks
+-- again. Returns true, or nil, why (the worker must then be restarted).
+function M.restore_state(be)
+  for _, b in ipairs(state.bufs) do
+    local ok, msg = fill_guards(be, b)
+    if not ok then return nil, msg end
+  end
+  for _, case in ipairs(state.cases) do
+    for _, set in ipairs(case.sets) do
+      for i, b in pairs(set.bufs) do
+        local ok, msg = be.h2d(b.ptr, set.host_inputs[i], b.used)
+        if not ok then return nil, msg end
+      end
+    end
+  end
+  if be.restore_state then
+    local ok, msg = be.restore_state()
+    if not ok then return nil, msg end
+  end
+  local bad = M.check_state(be)
+  if bad then return nil, bad.reason end
+  state.tripped = false
+  return true
+end
+
+-- After every candidate request: the whole state is checked; a change found is this
+-- candidate's verdict (out_of_bounds, whatever it got before), and the state is restored
+-- from host truth or, where that fails, the worker restarts (result.restart).
+local function after_candidate(be, result)
+  if result.fatal or not state then return result end
+  local bad = M.check_state(be)
+  if bad or state.tripped then
+    if bad then
+      if result.verdict ~= "out_of_bounds" then
+        bad.evidence.prior_verdict = result.verdict
+        for k in pairs(result) do if k ~= "resources" and k ~= "eval_seconds" then result[k] = nil end end
+        result.verdict, result.reason, result.evidence = bad.verdict, bad.reason, bad.evidence
+      end
+    end
+    local ok, why = M.restore_state(be)
+    if not ok then
+      result.restart = true
+      result.restart_reason = "the worker's state could not be restored: " .. tostring(why)
+    end
+  end
+  return result
+end
+
+-- Compares the live outputs of a case with the reference of set s.
+-- Returns nil when right, or a verdict table.
+local function check_outputs(be, spec, case, s, scratch_idx, phase)
+  local set = case.sets[s]
+  local tol = spec.tolerance
+  for i, a in ipairs(spec.args) do
+    if a.pointer and a.role ~= "input" then
+      local host = state.scratch[scratch_idx or 1]
+      local ok, msg, fatal = be.d2h(host, case.dev[i], case.bytes[i])
+      if not ok then return verdict(fatal and "crashed" or "launch_error", msg), fatal end
+      local ref = set.refs[i]
+      local cmp = ffi.new("kl_cmp")
+      local count = case.args[i].count
+      local rms = set.ref_rms[i]
+      local max_abs = tol.max_abs or (64 * tol.rel * math.max(rms, 1e-30))
+      C.kl_buf_compare(host, DTYPE[a.dtype], ref.host, DTYPE[ref.dtype], count, max_abs, 64 * tol.rel,
+        C.kl_poison_word(DTYPE[a.dtype]), 1, cmp)
+      local where = string.format("%s (%s, input set %d%s)", a.name, case.label, s, phase and (", " .. phase) or "")
+      local ev = { case = case.label, set = s, arg = a.name, phase = phase, size = case.size }
+      if cmp.n_unwritten > 0 then
+        ev.index, ev.count = tonumber(cmp.first_unwritten), tonumber(cmp.n_unwritten)
+        return verdict("unwritten", string.format("%d of %d elements of %s were never written (first at %d)",
+          ev.count, count, where, ev.index), ev)
+      end
+      if cmp.n_nonfinite > 0 then
+        ev.index, ev.count = tonumber(cmp.first_nonfinite), tonumber(cmp.n_nonfinite)
+        return verdict("nan", string.format("%d NaN/Inf elements in %s where the reference is finite (first at %d)",
+          ev.count, where, ev.index), ev)
+      end
+      local rel = cmp.ref_norm > 0 and cmp.err_norm / cmp.ref_norm or cmp.err_norm
+      ev.rel_err, ev.max_abs_err = rel, cmp.max_abs_err
+      ev.index, ev.out, ev.ref = tonumber(cmp.worst_index), cmp.worst_out, cmp.worst_ref
+      if rel > tol.rel or cmp.n_bad > 0 then
+        ev.bad = tonumber(cmp.n_bad)
+        return verdict("wrong", string.format("%s: relative error %.3g (limit %.3g), %d elements off; worst at %d: %.9g vs %.9g",
+          where, rel, tol.rel, ev.bad, ev.index, ev.out, ev.ref), ev)
+      end
+      case.last_err = math.max(case.last_err or 0, rel)
+    end
+  end
+  return nil
+end
+
+-- One launch of the candidate on case/set, then sync. Returns nil or a verdict (+fatal).
+local function run_once(be, spec, case, s, kernels, params)
+  local ok, msg, fatal = load_inputs(be, spec, case, s)
+  if ok then ok, msg, fatal = poison_outputs(be, spec, case) end
+  if not ok then return verdict(fatal and "crashed" or "launch_error", msg), fatal end
+  ok, msg, fatal = launch_plan(be, kernels, params)
+  if not ok then
+    return verdict(fatal and "crashed" or "launch_error", string.format("%s: %s", case.label, msg),
+      { case = case.label }), fatal
+  end
+  ok, msg, fatal = be.sync()
+  if not ok then
+    return verdict(fatal and "crashed" or "launch_error", string.format("%s: %s", case.label, msg),
+      { case = case.label }), fatal
+  end
+  return nil
+end
+
+-- Loads a candidate module and resolves every kernel of every case's plan.
+-- Returns cand = {mod, plans = {label -> kernels}, resources}, or nil, verdict table.
+local function load_candidate(be, req)
+  local mod, msg, fatal = be.load(req.cubin)
+  if not mod then
+    return nil, { verdict = fatal and "crashed" or "launch_error", reason = "module load: " .. msg, fatal = fatal }
+  end
+  local cand = { mod = mod, plans = {}, resources = {}, req = req }
+  local fns = {}
+  for _, case in ipairs(state.cases) do
+    local p = req.plans[case.label]
+    if not p then be.unload(mod) return nil, { verdict = "launch_error", reason = "no launch plan for " .. case.label } end
+    local kernels = {}
+    for k, l in ipairs(p) do
+      local fn = fns[l.entry]
+      if not fn then
+        fn, msg, fatal = be.func(mod, l.entry)
+        if not fn then
+          be.unload(mod)
+          return nil, { verdict = fatal and "crashed" or "launch_error", reason = msg, fatal = fatal }
+        end
+        fns[l.entry] = fn
+        cand.resources[l.entry] = be.attrs(fn)
+      end
+      local res = cand.resources[l.entry]
+      res.dynamic_smem = math.max(res.dynamic_smem or 0, l.smem)
+      local ok, m2, f2 = be.prepare_launch(fn, l.smem)
+      if not ok then
+        be.unload(mod)
+        return nil, { verdict = f2 and "crashed" or "launch_error", fatal = f2, resources = cand.resources,
+          reason = "shared memory " .. l.smem .. " bytes: " .. m2 }
+      end
+      kernels[k] = { fn = fn, grid = l.grid, block = l.block, smem = l.smem }
+    end
+    cand.plans[case.label] = kernels
+  end
+  return cand
+end
+
+-- A fresh load of a candidate's module before each timed repetition: its globals start
+-- from their initial values every time, so nothing it computed in an earlier launch
+-- (verification's, or the last repetition's) can be replayed into a timed one.
+local function reload_for_timing(be, cand, case)
+  be.unload(cand.mod)
+  local mod, msg, fatal = be.load(cand.req.cubin)
+  if not mod then return nil, verdict(fatal and "crashed" or "launch_error", "module reload: " .. tostring(msg)), fatal end
+  cand.mod = mod
+  local kernels = {}
+  for k, l in ipairs(cand.req.plans[case.label]) do
+    local fn, m2, f2 = be.func(mod, l.entry)
+    if not fn then return nil, verdict(f2 and "crashed" or "launch_error", m2), f2 end
+    local ok, m3, f3 = be.prepare_launch(fn, l.smem)
+    if not ok then return nil, verdict(f3 and "crashed" or "launch_error", m3), f3 end
+    kernels[k] = { fn = fn, grid = l.grid, block = l.block, smem = l.smem }
+  end
+  cand.plans[case.label] = kernels
+  return kernels
+end
+
+local function fail_with(cand, v, fatal)
+  v.resources = cand.resources
+  v.fatal = fatal or nil
+  return v
+end
+
+-- Verification: every case (check sizes, then bench) and every input set, with
+-- poisoned outputs, the reference comparison and unchanged inputs; then a
+-- determinism run per case. Returns nil when the candidate passes, or a verdict.
+-- scope (screening, docs/TASKS.md "Stages"): {cases = {case}, nsets = 1, determinism =
+-- false} narrows it to the cases and input sets given, with or without the repeat.
+local function verify(be, spec, cand, scope)
+  scope = scope or {}
+  for _, case in ipairs(scope.cases or state.cases) do
+    local kernels = cand.plans[case.label]
+    local params = build_params(spec, case)
+    for s = 1, scope.nsets or spec.nsets do
+      local v, fatal = run_once(be, spec, case, s, kernels, params)
+      if not v then v, fatal = check_launch(be, spec, case, s) end
+      if not v then v, fatal = check_outputs(be, spec, case, s, 1) end
+      if v then return fail_with(cand, v, fatal) end
+    end
+    local last = scope.nsets or spec.nsets
+    for i, a in ipairs(scope.determinism ~= false and spec.args or {}) do
+      if a.pointer and a.role ~= "input" then
+        be.d2h(state.scratch[2], case.dev[i], case.bytes[i])
+        local v, fatal = run_once(be, spec, case, last, kernels, params)
+        if not v then v, fatal = check_launch(be, spec, case, nil, "repeat") end
+        if v then return fail_with(cand, v, fatal) end
+        be.d2h(state.scratch[1], case.dev[i], case.bytes[i])
+        local idx = tonumber(C.kl_buf_first_diff(state.scratch[1], state.scratch[2], DTYPE[a.dtype], case.args[i].count))
+        if idx >= 0 then
+          if spec.tolerance.deterministic == "exact" then
+            return fail_with(cand, verdict("nondeterministic", string.format(
+              "two runs on the same inputs differ (%s, %s, first at element %d)", a.name, case.label, idx),
+              { case = case.label, arg = a.name, index = idx }))
+          end
+          v, fatal = check_outputs(be, spec, case, last, 1, "repeat")
+          if v then
+            v.verdict = "nondeterministic"
+            return fail_with(cand, v, fatal)
+          end
+        end
+        break
+      end
+    end
+  end
+  return nil
+end
+
+local function bench_case()
+  for _, case in ipairs(state.cases) do
+    if case.bench then return case end
+  end
+  return state.cases[#state.cases]
+end
+
+-- One timed repetition on the bench case: inputs of set s copied in, outputs poisoned
+-- and the cache flushed outside the timed region; events around the launch plan only.
+local function prepare_rep(be, spec, case, s, flush)
+  local ok, m, fatal = load_inputs(be, spec, case, s)
+  if ok then ok, m, fatal = poison_outputs(be, spec, case) end
+  if ok and flush ~= false then ok, m, fatal = be.flush_cache() end
+  return ok, m, fatal
+end
+
+-- `before` (optional) runs between the preparation and the timed part (profiling
+-- starts its kernel records there).
+local function timed_rep(be, spec, case, kernels, params, s, flush, before)
+  local ok, m, fatal = prepare_rep(be, spec, case, s, flush)
+  if ok and before then ok, m, fatal = before() end
+  if ok then ok, m, fatal = be.timer_start() end
+  if ok then ok, m, fatal = launch_plan(be, kernels, params) end
+  if ok then ok, m, fatal = be.timer_stop() end
+  local ms
+  if ok then ms, m, fatal = be.timer_read() end
+  if not ms then return nil, verdict(fatal and "crashed" or "launch_error", "timed launch: " .. tostring(m)), fatal end
+  return ms
+end
+
+-- Timing loop over one or several candidates, interleaved (A, B, A, B, ...) so they
+-- see the same machine state. Stops when every median's CI half-width is within
+-- target, or at the budget. Outputs of timed launches are re-verified (the first two
+-- repetitions and the last), with the inputs rotating between sets.
+-- Returns samples per candidate, or nil, index of the failing candidate, verdict, fatal.
+local function time_interleaved(be, spec, cands, timing)
+  timing = timing or {}
+  local case = bench_case()
+  local params = build_params(spec, case)
+  local min_reps = timing.min_reps or 5
+  local max_reps = timing.max_reps or 500
+  local budget = timing.budget or 2.0
+  local target = timing.target_ci or 0.01
+  local samples = {}
+  for c = 1, #cands do samples[c] = {} end
+  local tstart = C.kl_now()
+  local r = 0
+  while true do
+    r = r + 1
+    local s = (r - 1) % spec.nsets + 1
+    local done = r >= max_reps or (r >= min_reps and C.kl_now() - tstart > budget)
+    if r >= min_reps and not done then
+      done = true
+      for c = 1, #cands do
+        local med, lo, hi = stats.median_ci(samples[c])
+        if (hi - lo) / 2 > target * med then done = false end
+      end
+    end
+    for c, cand in ipairs(cands) do
+      local kernels, rv, rf = cand.plans[case.label], nil, nil
+      if timing.reload ~= false then
+        kernels, rv, rf = reload_for_timing(be, cand, case)
+        if not kernels then return nil, c, rv, rf end
+      end
+      local ms, v, fatal = timed_rep(be, spec, case, kernels, params, s, timing.flush)
+      if not ms then return nil, c, v, fatal end
+      samples[c][r] = ms
+      local checked = r <= 2 or done
+      local v2, f2 = check_launch(be, spec, case, checked and s or nil, "timed launch " .. r)
+      if not v2 and checked then v2, f2 = check_outputs(be, spec, case, s, 1, "timed launch " .. r) end
+      if v2 then return nil, c, v2, f2 end
+    end
+    if done then break end
+  end
+  return samples
+end
+
+local function timing_result(samples, cand, floor_ms)
+  local summary = stats.summarize(samples)
+  local result = {
+    verdict = "ok",
+    reason = "verified on " .. #state.cases .. " sizes x " .. state.spec.nsets .. " input sets; timed " .. #samples .. " repetitions",
+    time_ms = summary.median, ci_ms = { summary.ci_lo, summary.ci_hi }, min_ms = summary.min,
+    spread = summary.spread, samples = samples, reps = #samples, resources = cand.resources,
+  }
+  -- the physical floor: faster than the hardware allows is a cheat or a bug
+  if floor_ms and summary.median < floor_ms then
+    result.verdict = "too_fast"
+    result.reason = string.format("median %.4f ms is below the physical floor %.4f ms (max of flops/peak and bytes/bandwidth)",
+      summary.median, floor_ms)
+  end
+  return result
+end
+
+-- The case a screen verifies on: the one labelled req.screen_case (the parent picks the
+-- cheapest check size by the task's cost model), else the check case with the fewest
+-- bytes of buffers.
+local function screen_case(req)
+  local best, best_bytes
+  for _, case in ipairs(state.cases) do
+    if req.screen_case and case.label == req.screen_case then return case end
+    local bytes = 0
+    for _, b in pairs(case.bytes) do bytes = bytes + b end
+    if not case.bench and (not best or bytes < best_bytes) then best, best_bytes = case, bytes end
+  end
+  return best or bench_case()
+end
+
+-- Evaluates one candidate: req = {cubin, plans = {label -> plan}, timing = {...}, floor_ms}.
+-- req.stage = "screen": the first stage of the cascade (docs/TASKS.md, "Stages"): one
+-- check size with one input set and no determinism run, then a few timed repetitions
+-- of the bench size (req.timing says how many; their outputs are verified as always).
+-- The state checks after the candidate are the same for both stages.
+function M.evaluate(be, req)
+  if not state then return { verdict = "launch_error", reason = "worker has no task (setup first)" } end
+  local spec = state.spec
+  local t0 = C.kl_now()
+  local cand, v = load_candidate(be, req)
+  if not cand then return after_candidate(be, v) end
+  local screening = req.stage == "screen"
+  local scase = screening and screen_case(req) or nil
+  local result = verify(be, spec, cand, screening and { cases = { scase }, nsets = 1, determinism = false } or nil)
+  if not result and req.verify_only then
+    result = { verdict = "ok", reason = "verified on " .. #state.cases .. " sizes x " .. spec.nsets .. " input sets (not timed)",
+      resources = cand.resources, verified_only = true }
+  elseif not result then
+    local before = be.sample and be.sample() or nil
+    local samples, _, tv, fatal = time_interleaved(be, spec, { cand }, req.timing)
+    result = samples and timing_result(samples[1], cand, req.floor_ms) or fail_with(cand, tv, fatal)
+    if samples and be.sample then result.clocks = { before = before, after = be.sample() } end
+    if samples and screening and result.verdict == "ok" then
+      result.reason = string.format("screened: verified on %s x 1 input set; timed %d repetitions at the bench size",
+        scase.label, #samples[1])
+    end
+  end
+  if screening then result.stage, result.screen_case = "screened", scase.label end
+  be.unload(cand.mod)
+  result.eval_seconds = C.kl_now() - t0
+  return after_candidate(be, result)
+end
+
+-- The screening stage as a request of its own (worker op "screen").
+function M.screen(be, req)
+  req.stage = "screen"
+  return M.evaluate(be, req)
+end
+
+-- Profiles one candidate on the bench case, never inside the timing: verification
+-- first (unless the parent just verified this binary: req.verified), then `reps` runs
+-- under CUPTI kernel activity with the event timer around each (does the kernel time
+-- account for the timed interval?), then one launch of the plan under the range
+-- profiler (each kernel replayed once per pass), and the outputs checked again.
+-- req = {cubin, plans, metrics = {...}, reps, verified, timing = {flush}}.
+local function profile(be, req)
+  if not state then return { verdict = "launch_error", reason = "worker has no task (setup first)" } end
+  local spec = state.spec
+  local t0 = C.kl_now()
+  local cand, v = load_candidate(be, req)
+  if not cand then return v end
+  local result = not req.verified and verify(be, spec, cand) or nil
+  if result then be.unload(cand.mod) return result end
+  local case = bench_case()
+  local kernels = cand.plans[case.label]
+  local params = build_params(spec, case)
+  local out = { verdict = "ok", resources = cand.resources, case = case.label, launches = {} }
+  for k, l in ipairs(req.plans[case.label]) do
+    out.launches[k] = { entry = l.entry, grid = l.grid, block = l.block, smem = l.smem }
+  end
+  local timing = req.timing or {}
+  if be.activity_start then
+    -- recording stays on across the runs (enabling it delays the next launch); one
+    -- warm-up run first; each run is the timing's repetition, and only the records of
+    -- the timed part count (the L2 flush kernel runs before it)
+    local reps = {}
+    local okact, amsg = be.activity_start()
+    if not okact then out.activity_error = amsg end
+    for r = 0, okact and (req.reps or 3) or -1 do
+      local ms, tv, fatal = timed_rep(be, spec, case, kernels, params, r % spec.nsets + 1, timing.flush, function()
+        local ok, msg, f = be.sync() -- the flush kernel done, its record taken away
+        if ok then be.activity_take() end
+        return ok, msg, f
+      end)
+      if not ms then
+        be.activity_stop()
+        be.unload(cand.mod)
+        return fail_with(cand, tv, fatal)
+      end
+      local recs, dropped = be.activity_take()
+      if not recs then out.activity_error = dropped break end
+      local sum = 0
+      for _, k in ipairs(recs) do sum = sum + k.ms end
+      if r > 0 then reps[r] = { event_ms = ms, kernel_ms = sum, kernels = #recs, dropped = dropped } end
+      if r == 1 then
+        out.activity_kernels = {}
+        for i, k in ipairs(recs) do out.activity_kernels[i] = { name = k.name, ms = k.ms, grid = k.grid, block = k.block } end
+      end
+    end
+    if okact then be.activity_stop() end
+    out.activity = { reps = reps, plan_kernels = #kernels }
+  end
+  if req.metrics and #req.metrics > 0 and be.profile_metrics then
+    local res, perr, pfatal, noperm = be.profile_metrics(req.metrics,
+      function() return launch_plan(be, kernels, params) end, #kernels + 2,
+      function() return prepare_rep(be, spec, case, 1, timing.flush) end)
+    if res then
+      out.per_kernel, out.passes, out.chip, out.dropped_ranges = res.per_kernel, res.passes, res.chip, res.dropped
+      out.replay, out.passes_run, out.user_replay_error = res.replay, res.passes_run, res.user_replay_error
+      -- each pass was prepared afresh (or, in kernel replay, memory restored by CUPTI):
+      -- the outputs of the last one must be right
+      local v2, f2 = check_outputs(be, spec, case, 1, 1, "after profiling")
+      if v2 then out.profile_warning = v2.reason pfatal = f2 end
+    else
+      out.metrics_error = perr
+      out.no_counters = noperm or nil
+    end
+    if pfatal then be.unload(cand.mod) return fail_with(cand, verdict("crashed", tostring(perr)), true) end
+  end
+  be.unload(cand.mod)
+  out.eval_seconds = C.kl_now() - t0
+  return out
+end
+
+-- A/B comparison: both verified, then timed interleaved. req = {a = req, b = req, timing}.
+-- Returns {a = result, b = result, ratio = median_a / median_b, ratio_ci = {lo, hi}}.
+local function compare(be, req)
+  if not state then return { verdict = "launch_error", reason = "worker has no task (setup first)" } end
+  local spec = state.spec
+  local cands, out = {}, {}
+  for i, key in ipairs({ "a", "b" }) do
+    local cand, v = load_candidate(be, req[key])
+    if not cand then
+      out[key] = v
+    else
+      v = verify(be, spec, cand)
+      if v then out[key] = v else cands[#cands + 1] = cand cand.key = key end
+    end
+  end
+  if #cands == 2 then
+    local samples, c, v, fatal = time_interleaved(be, spec, cands, req.timing)
+    if not samples then
+      out[cands[c].key] = fail_with(cands[c], v, fatal)
+    else
+      out.a = timing_result(samples[1], cands[1], req.a.floor_ms)
+      out.b = timing_result(samples[2], cands[2], req.b.floor_ms)
+      -- ratio of medians with a CI from the paired per-repetition ratios
+      local ratios = {}
+      for r = 1, #samples[1] do ratios[r] = samples[1][r] / samples[2][r] end
+      local lo, hi = stats.bootstrap_ci(ratios)
+      out.ratio = out.a.time_ms / out.b.time_ms
+      out.ratio_ci = { lo, hi }
+    end
+  end
+  for _, cand in ipairs(cands) do be.unload(cand.mod) end
+  out.fatal = (out.a and out.a.fatal) or (out.b and out.b.fatal) or nil
+  return out
+end
+
+-- The worker's state, for tests that play a hostile kernel (they need real addresses).
+function M.debug_state() return state end
+
+-- Profiling and A/B comparisons end with the same state check as an evaluation; in a
+-- comparison a change cannot be pinned on one side, so both get the verdict.
+function M.profile(be, req) return after_candidate(be, profile(be, req)) end
+
+function M.compare(be, req)
+  local out = compare(be, req)
+  if out.fatal then return out end
+  local probe = after_candidate(be, { verdict = "ok" })
+  if probe.verdict ~= "ok" then
+    probe.reason = probe.reason .. " (during an A/B comparison: either candidate)"
+    out.a, out.b = probe, probe
+    out.ratio, out.ratio_ci = nil, nil
+  end
+  out.restart = probe.restart
+  return out
+end
+
+return M
