@@ -1,0 +1,51 @@
+-- kloop.core.sys: the wrapper of the core's small system helpers (clock, pid, tty, random
+-- bytes, the content hash, environment scrubbing, Ctrl-C): the only Lua code that calls
+-- these kl_* functions.
+local cffi = require("kloop.core.ffi")
+local ffi, C = cffi.ffi, cffi.C
+
+local M = {}
+
+-- Monotonic seconds.
+function M.now() return C.kl_now() end
+function M.getpid() return C.kl_getpid() end
+function M.isatty(fd) return C.kl_isatty(fd) == 1 end
+function M.dir_writable(path) return C.kl_dir_writable(path) == 1 end
+-- Frees memory the core allocated (kl_free).
+function M.free(p) C.kl_free(p) end
+
+-- FNV-1a over a string, 64 bit, as a uint64_t cdata.
+function M.hash64(s, seed) return C.kl_hash64(s, #s, seed or 0) end
+
+-- Hex of a 64-bit hash (uint64_t cdata) or a number.
+function M.hex64(h) return (string.format("%016x", h):gsub("ULL$", "")) end
+
+-- The content hash kloop names texts by (sources, prompts, requests): 32 hex digits,
+-- two FNV-1a passes with different seeds. The one copy of this policy.
+function M.content_hash(s)
+  return M.hex64(C.kl_hash64(s, #s, 0)) .. M.hex64(C.kl_hash64(s, #s, 0x9e3779b97f4a7c15ULL))
+end
+
+-- n bytes from getrandom as a Lua string, or nil, message.
+function M.random_bytes(n)
+  local b = ffi.new("uint8_t[?]", n)
+  if C.kl_random_bytes(b, n) ~= 0 then return nil, "getrandom failed" end
+  return ffi.string(b, n)
+end
+
+-- Wipes NAME from the environment (and /proc/self/environ): copies wiped, or -1.
+function M.env_scrub(name) return C.kl_env_scrub(name) end
+
+-- ---- Ctrl-C and termination signals ----
+-- The binding layer counts SIGINT/SIGTERM/SIGHUP; code that waits polls interrupted()
+-- and raises M.INTERRUPTED, the one error value that means "the user stopped us".
+M.INTERRUPTED = setmetatable({}, { __tostring = function() return "interrupted" end })
+
+function M.interrupted() return C.kl_sigint_pending() > 0 end
+-- The signal that started the pending interruption, 0 if none.
+function M.interrupt_signal() return C.kl_sigint_signal() end
+function M.check_interrupt() if C.kl_sigint_pending() > 0 then error(M.INTERRUPTED, 0) end end
+-- True when an error value means an interruption.
+function M.is_interrupt(e) return rawequal(e, M.INTERRUPTED) end
+
+return M
