@@ -247,6 +247,8 @@ M.command_modules = {
   replay = "kloop.cli.replay",
   space = "kloop.cli.space",
   ["import-kt"] = "kloop.cli.import_kt",
+  report = "kloop.cli.report",
+  audit = "kloop.cli.audit",
 }
 
 return M
