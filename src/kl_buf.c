@@ -7,6 +7,7 @@
    generator loop and one store loop, each simple enough for the compiler to keep tight. */
 enum { CHUNK = 1024 };
 
+/* clang-format off */
 size_t kl_dtype_size(kl_dtype t) {
   switch (t) {
   case KL_F32: case KL_I32: case KL_U32: return 4;
@@ -16,10 +17,9 @@ size_t kl_dtype_size(kl_dtype t) {
   }
   return 0;
 }
+/* clang-format on */
 
-static int is_float_type(kl_dtype t) {
-  return t == KL_F32 || t == KL_F64 || t == KL_F16 || t == KL_BF16;
-}
+static int is_float_type(kl_dtype t) { return t == KL_F32 || t == KL_F64 || t == KL_F16 || t == KL_BF16; }
 
 /* ---- half and bfloat16 ---- */
 
@@ -57,11 +57,9 @@ static uint16_t round_small(double d, int ebits, int mbits) {
   uint64_t q = m >> shift, rem = m & ((UINT64_C(1) << shift) - 1), half = UINT64_C(1) << (shift - 1);
   if (rem > half || (rem == half && (q & 1))) q++;
   int64_t bits;
-  if (subnormal)
-    bits = (int64_t)q; /* rounding up to 1<<mbits lands exactly on the smallest normal */
-  else
-    bits = ((int64_t)(e + bias - 1) << mbits) + (int64_t)q; /* the carry bumps the exponent */
-  if (bits >= (int64_t)expmask) bits = expmask; /* overflow rounds to infinity */
+  if (subnormal) bits = (int64_t)q; /* rounding up to 1<<mbits lands exactly on the smallest normal */
+  else bits = ((int64_t)(e + bias - 1) << mbits) + (int64_t)q; /* the carry bumps the exponent */
+  if (bits >= (int64_t)expmask) bits = expmask;                /* overflow rounds to infinity */
   return (uint16_t)(sign | (uint16_t)bits);
 }
 
@@ -102,9 +100,9 @@ static int64_t sat_i64(double d, double lo, double hi_excl, int64_t ilo, int64_t
 }
 
 /* One loop per dtype: the switch sits outside the element loop. */
-#define KL_LOOP(T, expr)                        \
-  do {                                          \
-    T *o_ = (T *)dst + off;                     \
+#define KL_LOOP(T, expr)                         \
+  do {                                           \
+    T *o_ = (T *)dst + off;                      \
     for (size_t i = 0; i < k; i++) o_[i] = expr; \
   } while (0)
 
@@ -162,7 +160,9 @@ static int64_t load_int(const void *src, kl_dtype t, size_t i) {
 
 static void store_int(void *dst, kl_dtype t, size_t i, int64_t x) {
   switch (t) {
-  case KL_I32: ((int32_t *)dst)[i] = (int32_t)(x < INT32_MIN ? INT32_MIN : x > INT32_MAX ? INT32_MAX : x); break;
+  case KL_I32:
+    ((int32_t *)dst)[i] = (int32_t)(x < INT32_MIN ? INT32_MIN : x > INT32_MAX ? INT32_MAX : x);
+    break;
   case KL_I64: ((int64_t *)dst)[i] = x; break;
   case KL_U32: ((uint32_t *)dst)[i] = (uint32_t)(x < 0 ? 0 : x > (int64_t)UINT32_MAX ? UINT32_MAX : x); break;
   case KL_U8: ((uint8_t *)dst)[i] = (uint8_t)(x < 0 ? 0 : x > 255 ? 255 : x); break;
@@ -189,8 +189,7 @@ static inline double u01(uint64_t r) { return (double)(int64_t)(r >> 11) * 0x1.0
 
 int kl_buf_fill(void *p, kl_dtype t, size_t n, kl_dist d, double a, double b, uint64_t seed) {
   if (kl_dtype_size(t) == 0) return KL_EINVAL;
-  if (d != KL_DIST_UNIFORM && d != KL_DIST_NORMAL && d != KL_DIST_CONST && d != KL_DIST_INT)
-    return KL_EINVAL;
+  if (d != KL_DIST_UNIFORM && d != KL_DIST_NORMAL && d != KL_DIST_CONST && d != KL_DIST_INT) return KL_EINVAL;
   if (n == 0) return KL_OK;
   if (!p) return KL_EINVAL;
   double lo = 0, span = 0;
@@ -255,8 +254,8 @@ uint32_t kl_poison_word(kl_dtype t) {
 void kl_buf_poison(void *p, size_t bytes, uint32_t word) {
   unsigned char *c = p;
   if (!c || bytes == 0) return;
-  unsigned char pat[4] = {(unsigned char)word, (unsigned char)(word >> 8),
-                          (unsigned char)(word >> 16), (unsigned char)(word >> 24)};
+  unsigned char pat[4] = {(unsigned char)word, (unsigned char)(word >> 8), (unsigned char)(word >> 16),
+                          (unsigned char)(word >> 24)};
   size_t done = bytes < 4 ? bytes : 4;
   memcpy(c, pat, done);
   /* Doubling copies keep the period (done stays a multiple of 4) and run at memcpy speed;
@@ -287,7 +286,9 @@ static inline uint32_t pos_key(uint64_t i, uint64_t seed) {
   return fmix32((uint32_t)i * 0x9E3779B1u + (uint32_t)(i >> 32) * 0x7FEB352Du + (uint32_t)seed);
 }
 
-uint32_t kl_guard_word(uint64_t i, uint64_t seed) { return fmix32(pos_key(i, seed) ^ (uint32_t)(seed >> 32)); }
+uint32_t kl_guard_word(uint64_t i, uint64_t seed) {
+  return fmix32(pos_key(i, seed) ^ (uint32_t)(seed >> 32));
+}
 
 void kl_guard_fill(void *p, size_t nwords, uint64_t seed) {
   uint32_t *w = p;
@@ -384,6 +385,7 @@ uint64_t kl_buf_hash(const void *data, size_t n) {
 
 /* ---- compare ---- */
 
+/* clang-format off */
 static inline uint64_t raw_bits(const unsigned char *p, size_t s) {
   switch (s) {
   case 1: return *p;
@@ -392,9 +394,10 @@ static inline uint64_t raw_bits(const unsigned char *p, size_t s) {
   default: { uint64_t x; memcpy(&x, p, 8); return x; }
   }
 }
+/* clang-format on */
 
-int kl_buf_compare(const void *out, kl_dtype out_t, const void *ref, kl_dtype ref_t, size_t n,
-                   double atol, double rtol, uint32_t poison, int check_poison, kl_cmp *res) {
+int kl_buf_compare(const void *out, kl_dtype out_t, const void *ref, kl_dtype ref_t, size_t n, double atol,
+                   double rtol, uint32_t poison, int check_poison, kl_cmp *res) {
   size_t os = kl_dtype_size(out_t);
   if (!res || os == 0 || kl_dtype_size(ref_t) == 0) return KL_EINVAL;
   memset(res, 0, sizeof *res);

@@ -42,8 +42,8 @@ static struct {
   CUresult (*MemsetD32)(CUdeviceptr, unsigned, size_t);
   CUresult (*MemGetInfo)(size_t *, size_t *);
   CUresult (*CtxSetLimit)(CUlimit, size_t);
-  CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                           unsigned, CUstream, void **, void **);
+  CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                           CUstream, void **, void **);
   CUresult (*EventCreate)(CUevent *, unsigned);
   CUresult (*EventRecord)(CUevent, CUstream);
   CUresult (*EventSynchronize)(CUevent);
@@ -59,15 +59,19 @@ static int cu_fail(kl_err *err, CUresult r, const char *what) {
   return kl_fail(err, KL_ECUDA, (int)r, "%s: %s (%s, %d)", what, str, name, (int)r);
 }
 
-#define CU(call, what) do { CUresult r_ = (call); if (r_ != CUDA_SUCCESS) return cu_fail(err, r_, what); } while (0)
+#define CU(call, what)                                     \
+  do {                                                     \
+    CUresult r_ = (call);                                  \
+    if (r_ != CUDA_SUCCESS) return cu_fail(err, r_, what); \
+  } while (0)
 
 int kl_cuda_load(kl_err *err) {
   if (d.lib) return KL_OK;
   if (load_error[0]) return kl_fail(err, KL_ENOTFOUND, 0, "%s", load_error);
   void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!h) {
-    snprintf(load_error, sizeof load_error,
-             "no NVIDIA driver: libcuda.so.1 could not be opened (%s)", dlerror());
+    snprintf(load_error, sizeof load_error, "no NVIDIA driver: libcuda.so.1 could not be opened (%s)",
+             dlerror());
     return kl_fail(err, KL_ENOTFOUND, 0, "%s", load_error);
   }
   kl_sym syms[] = {
@@ -105,7 +109,8 @@ int kl_cuda_load(kl_err *err) {
   const char *missing = kl_dlsym_all(h, syms, sizeof syms / sizeof syms[0]);
   /* cuEventElapsedTime_v2 where the driver has it, the older name otherwise */
   d.EventElapsedTime = (CUresult(*)(float *, CUevent, CUevent))dlsym(h, "cuEventElapsedTime_v2");
-  if (!d.EventElapsedTime) d.EventElapsedTime = (CUresult(*)(float *, CUevent, CUevent))dlsym(h, "cuEventElapsedTime");
+  if (!d.EventElapsedTime)
+    d.EventElapsedTime = (CUresult(*)(float *, CUevent, CUevent))dlsym(h, "cuEventElapsedTime");
   if (!missing && !d.EventElapsedTime) missing = "cuEventElapsedTime";
   if (missing) {
     snprintf(load_error, sizeof load_error, "libcuda.so.1 lacks %s: driver too old", missing);
@@ -145,7 +150,10 @@ int kl_cuda_info(int device, kl_gpu_info *info, kl_err *err) {
   CUdevice dev;
   CU(d.DeviceGet(&dev, device), "cuDeviceGet");
   CU(d.DeviceGetName(info->name, sizeof info->name, dev), "cuDeviceGetName");
-  struct { int *out; CUdevice_attribute a; } attrs[] = {
+  struct {
+    int *out;
+    CUdevice_attribute a;
+  } attrs[] = {
     {&info->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR},
     {&info->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR},
     {&info->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT},
@@ -195,24 +203,38 @@ int kl_cuda_probe_isolated(int device, kl_gpu_info *info, int timeout_ms, kl_err
   if (pid == 0) {
     /* Child: the CUDA state dies with it, so the parent stays CUDA-free. */
     close(fds[0]);
-    struct { kl_gpu_info info; kl_err e; int st; } msg;
+    struct {
+      kl_gpu_info info;
+      kl_err e;
+      int st;
+    } msg;
     memset(&msg, 0, sizeof msg);
     msg.st = kl_cuda_info(device, &msg.info, &msg.e);
     ssize_t w = write(fds[1], &msg, sizeof msg);
     _exit(w == (ssize_t)sizeof msg ? 0 : 1);
   }
   close(fds[1]);
-  struct { kl_gpu_info info; kl_err e; int st; } msg;
+  struct {
+    kl_gpu_info info;
+    kl_err e;
+    int st;
+  } msg;
   size_t got = 0;
   int st = KL_OK;
   while (got < sizeof msg) {
     struct pollfd p = {fds[0], POLLIN, 0};
     int r = poll(&p, 1, timeout_ms);
     if (r < 0 && errno == EINTR) continue;
-    if (r == 0) { st = kl_fail(err, KL_ETIMEOUT, 0, "GPU probe did not answer in %d ms", timeout_ms); break; }
+    if (r == 0) {
+      st = kl_fail(err, KL_ETIMEOUT, 0, "GPU probe did not answer in %d ms", timeout_ms);
+      break;
+    }
     ssize_t n = read(fds[0], (char *)&msg + got, sizeof msg - got);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) { st = kl_fail(err, KL_ECLOSED, 0, "GPU probe process died"); break; }
+    if (n <= 0) {
+      st = kl_fail(err, KL_ECLOSED, 0, "GPU probe process died");
+      break;
+    }
     got += (size_t)n;
   }
   close(fds[0]);

@@ -20,6 +20,7 @@
 /* The Profiler Host API's header is C++ only (it includes <string>); these mirror
    its parameter structs, field for field, for the calls kloop makes. */
 typedef struct ph_object ph_object;
+/* clang-format off */
 typedef struct { size_t size; void *priv; int type; const char *chip; const uint8_t *avail; ph_object *host; } ph_init;
 typedef struct { size_t size; void *priv; ph_object *host; } ph_deinit;
 typedef struct { size_t size; void *priv; ph_object *host; const char *metric; const char *desc;
@@ -30,6 +31,7 @@ typedef struct { size_t size; void *priv; ph_object *host; size_t image_size; ui
 typedef struct { size_t size; void *priv; size_t image_size; uint8_t *image; size_t passes; } ph_passes;
 typedef struct { size_t size; void *priv; ph_object *host; const uint8_t *data; size_t data_size;
                  size_t range; const char **names; size_t n; double *values; } ph_eval;
+/* clang-format on */
 enum { PH_RANGE_PROFILER = 0 };
 /* structSize as CUPTI computes it: up to the end of the last field, no tail padding */
 #define PH_SIZE(type, last) (offsetof(type, last) + sizeof(((type *)0)->last))
@@ -73,14 +75,22 @@ static int cupti_fail(kl_err *err, CUptiResult r, const char *what) {
   int st = (r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES || r == CUPTI_ERROR_NOT_SUPPORTED ||
             r == CUPTI_ERROR_NOT_COMPATIBLE || r == CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED ||
             r == CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED || r == CUPTI_ERROR_MIG_DEVICE_NOT_SUPPORTED)
-               ? KL_ENOPERM : KL_ECUDA;
+             ? KL_ENOPERM
+             : KL_ECUDA;
   return kl_fail(err, st, (int)r, "%s: %s (CUPTI %d)", what, s, (int)r);
 }
 
 /* A zeroed CUPTI parameter struct named v with its structSize set. */
-#define PARAMS(type, v) type v; memset(&v, 0, sizeof v); v.structSize = type##_STRUCT_SIZE
+#define PARAMS(type, v)    \
+  type v;                  \
+  memset(&v, 0, sizeof v); \
+  v.structSize = type##_STRUCT_SIZE
 
-#define CP(call, what) do { CUptiResult r_ = (call); if (r_ != CUPTI_SUCCESS) return cupti_fail(err, r_, what); } while (0)
+#define CP(call, what)                                         \
+  do {                                                         \
+    CUptiResult r_ = (call);                                   \
+    if (r_ != CUPTI_SUCCESS) return cupti_fail(err, r_, what); \
+  } while (0)
 
 /* libcupti from the loader path or the toolkit; the Profiler Host API's libnvperf_host.so,
    which CUPTI opens by name, comes from the same folder (kl_dlopen_toolkit). */
@@ -94,7 +104,8 @@ int kl_cupti_load(kl_err *err) {
   if (!h) {
     snprintf(load_error, sizeof load_error,
              "CUPTI not found (libcupti.so.13 on the library path or under %s/lib64): "
-             "install the CUDA toolkit's CUPTI or set KLOOP_CUDA_HOME", kl_cuda_home());
+             "install the CUDA toolkit's CUPTI or set KLOOP_CUDA_HOME",
+             kl_cuda_home());
     return kl_fail(err, KL_ENOTFOUND, 0, "%s", load_error);
   }
   kl_sym syms[] = {
@@ -154,12 +165,14 @@ static void CUPTIAPI act_request(uint8_t **buffer, size_t *size, size_t *max_rec
   *max_records = 0;
 }
 
-static void CUPTIAPI act_complete(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid) {
+static void CUPTIAPI act_complete(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,
+                                  size_t valid) {
   (void)size;
   CUpti_Activity *rec = NULL;
   pthread_mutex_lock(&act_mu);
   while (c.ActNext(buffer, valid, &rec) == CUPTI_SUCCESS) {
-    if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && rec->kind != CUPTI_ACTIVITY_KIND_KERNEL) continue;
+    if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && rec->kind != CUPTI_ACTIVITY_KIND_KERNEL)
+      continue;
     const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
     if (act_n < ACT_MAX) {
       kl_kernel_rec *o = &act_recs[act_n];
@@ -227,7 +240,7 @@ int kl_activity_stop(kl_kernel_rec *recs, int max, int *n, int *dropped, kl_err 
 struct kl_prof {
   ph_object *host;
   char chip[64];
-  const char **names;   /* copies of the metric names */
+  const char **names; /* copies of the metric names */
   int n;
   uint8_t *config;
   size_t config_size;
@@ -238,7 +251,7 @@ struct kl_prof {
   size_t ranges;
   int max_ranges;
   int user_replay;
-  size_t next_pass;          /* from the last stop, for the next pass's configuration */
+  size_t next_pass; /* from the last stop, for the next pass's configuration */
   uint16_t next_level;
 };
 
@@ -289,10 +302,16 @@ int kl_prof_new(const char *chip, const char *const *metrics, int n, kl_prof **o
   kl_prof *p = calloc(1, sizeof *p);
   if (!p) return kl_fail(err, KL_ENOMEM, 0, "out of memory");
   p->names = calloc((size_t)n, sizeof *p->names);
-  if (!p->names) { kl_prof_free(p); return kl_fail(err, KL_ENOMEM, 0, "out of memory"); }
+  if (!p->names) {
+    kl_prof_free(p);
+    return kl_fail(err, KL_ENOMEM, 0, "out of memory");
+  }
   for (int i = 0; i < n; i++) {
     p->names[i] = strdup(metrics[i]);
-    if (!p->names[i]) { kl_prof_free(p); return kl_fail(err, KL_ENOMEM, 0, "out of memory"); }
+    if (!p->names[i]) {
+      kl_prof_free(p);
+      return kl_fail(err, KL_ENOMEM, 0, "out of memory");
+    }
     p->n = i + 1;
   }
   /* No counter availability image: reading it (cuptiProfilerGetCounterAvailability) and
@@ -313,27 +332,44 @@ int kl_prof_new(const char *chip, const char *const *metrics, int n, kl_prof **o
     pr.host = p->host;
     pr.metric = p->names[i];
     if (c.HostProps(&pr) != CUPTI_SUCCESS) {
-      int rs = kl_fail(err, KL_EINVAL, i, "unknown metric '%s' for chip %s (names as ncu spells them, "
-                       "e.g. dram__bytes_read.sum; `ncu --query-metrics` lists them)", p->names[i], p->chip);
+      int rs = kl_fail(err, KL_EINVAL, i,
+                       "unknown metric '%s' for chip %s (names as ncu spells them, "
+                       "e.g. dram__bytes_read.sum; `ncu --query-metrics` lists them)",
+                       p->names[i], p->chip);
       kl_prof_free(p);
       return rs;
     }
   }
   ph_add add = {PH_SIZE(ph_add, n), NULL, p->host, p->names, (size_t)n};
   r = c.HostAdd(&add);
-  if (r != CUPTI_SUCCESS) { kl_prof_free(p); return cupti_fail(err, r, "cuptiProfilerHostConfigAddMetrics"); }
+  if (r != CUPTI_SUCCESS) {
+    kl_prof_free(p);
+    return cupti_fail(err, r, "cuptiProfilerHostConfigAddMetrics");
+  }
   ph_image_size is = {PH_SIZE(ph_image_size, image_size), NULL, p->host, 0};
   r = c.HostImageSize(&is);
-  if (r != CUPTI_SUCCESS) { kl_prof_free(p); return cupti_fail(err, r, "cuptiProfilerHostGetConfigImageSize"); }
+  if (r != CUPTI_SUCCESS) {
+    kl_prof_free(p);
+    return cupti_fail(err, r, "cuptiProfilerHostGetConfigImageSize");
+  }
   p->config_size = is.image_size;
   p->config = malloc(p->config_size ? p->config_size : 1);
-  if (!p->config) { kl_prof_free(p); return kl_fail(err, KL_ENOMEM, 0, "out of memory"); }
+  if (!p->config) {
+    kl_prof_free(p);
+    return kl_fail(err, KL_ENOMEM, 0, "out of memory");
+  }
   ph_image im = {PH_SIZE(ph_image, image), NULL, p->host, p->config_size, p->config};
   r = c.HostImage(&im);
-  if (r != CUPTI_SUCCESS) { kl_prof_free(p); return cupti_fail(err, r, "cuptiProfilerHostGetConfigImage"); }
+  if (r != CUPTI_SUCCESS) {
+    kl_prof_free(p);
+    return cupti_fail(err, r, "cuptiProfilerHostGetConfigImage");
+  }
   ph_passes ps = {PH_SIZE(ph_passes, passes), NULL, p->config_size, p->config, 0};
   r = c.HostPasses(&ps);
-  if (r != CUPTI_SUCCESS) { kl_prof_free(p); return cupti_fail(err, r, "cuptiProfilerHostGetNumOfPasses"); }
+  if (r != CUPTI_SUCCESS) {
+    kl_prof_free(p);
+    return cupti_fail(err, r, "cuptiProfilerHostGetNumOfPasses");
+  }
   p->passes = ps.passes;
   *out = p;
   return KL_OK;
@@ -436,7 +472,8 @@ int kl_prof_decode(kl_prof *p, int *ranges, int *dropped, kl_err *err) {
 int kl_prof_values(kl_prof *p, int range, double *values, kl_err *err) {
   if (range < 0 || (size_t)range >= p->ranges)
     return kl_fail(err, KL_EINVAL, 0, "range %d does not exist (%zu profiled)", range, p->ranges);
-  ph_eval ev = {PH_SIZE(ph_eval, values), NULL, p->host, p->data, p->data_size, (size_t)range, p->names, (size_t)p->n, values};
+  size_t size = PH_SIZE(ph_eval, values);
+  ph_eval ev = {size, NULL, p->host, p->data, p->data_size, (size_t)range, p->names, (size_t)p->n, values};
   CP(c.HostEval(&ev), "cuptiProfilerHostEvaluateToGpuValues");
   return KL_OK;
 }

@@ -5,8 +5,13 @@
 #include <string.h>
 #include "kl_internal.h"
 
-struct kl_db { sqlite3 *h; };
-struct kl_stmt { sqlite3_stmt *s; sqlite3 *h; };
+struct kl_db {
+  sqlite3 *h;
+};
+struct kl_stmt {
+  sqlite3_stmt *s;
+  sqlite3 *h;
+};
 
 static int db_fail(kl_err *err, sqlite3 *h, int rc, const char *what) {
   return kl_fail(err, KL_ESYS, rc, "%s: %s", what, h ? sqlite3_errmsg(h) : sqlite3_errstr(rc));
@@ -22,8 +27,7 @@ static char *file_uri(const char *path, const char *query) {
   for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
     if (*p == '%' || *p == '?' || *p == '#' || *p <= 0x20 || *p >= 0x7f)
       k += (size_t)snprintf(u + k, cap - k, "%%%02X", *p);
-    else
-      u[k++] = (char)*p;
+    else u[k++] = (char)*p;
   }
   snprintf(u + k, cap - k, "?%s", query);
   return u;
@@ -121,7 +125,10 @@ int kl_stmt_bind_null(kl_stmt *st, int i) { return sqlite3_bind_null(st->s, i); 
 
 int kl_stmt_step(kl_stmt *st, int *has_row, kl_err *err) {
   int rc = sqlite3_step(st->s);
-  if (rc == SQLITE_ROW) { *has_row = 1; return KL_OK; }
+  if (rc == SQLITE_ROW) {
+    *has_row = 1;
+    return KL_OK;
+  }
   *has_row = 0;
   if (rc == SQLITE_DONE) return KL_OK;
   return db_fail(err, st->h, rc, "step");
@@ -131,11 +138,11 @@ int kl_stmt_column_count(kl_stmt *st) { return sqlite3_column_count(st->s); }
 const char *kl_stmt_column_name(kl_stmt *st, int i) { return sqlite3_column_name(st->s, i); }
 int kl_stmt_column_type(kl_stmt *st, int i) {
   switch (sqlite3_column_type(st->s, i)) {
-    case SQLITE_INTEGER: return KL_COL_INTEGER;
-    case SQLITE_FLOAT: return KL_COL_FLOAT;
-    case SQLITE_TEXT: return KL_COL_TEXT;
-    case SQLITE_BLOB: return KL_COL_BLOB;
-    default: return KL_COL_NULL;
+  case SQLITE_INTEGER: return KL_COL_INTEGER;
+  case SQLITE_FLOAT: return KL_COL_FLOAT;
+  case SQLITE_TEXT: return KL_COL_TEXT;
+  case SQLITE_BLOB: return KL_COL_BLOB;
+  default: return KL_COL_NULL;
   }
 }
 int64_t kl_stmt_column_int64(kl_stmt *st, int i) { return sqlite3_column_int64(st->s, i); }
@@ -143,7 +150,7 @@ double kl_stmt_column_double(kl_stmt *st, int i) { return sqlite3_column_double(
 const char *kl_stmt_column_text(kl_stmt *st, int i, size_t *n) {
   /* blob or text: the bytes, valid until the next step/reset */
   const void *p = sqlite3_column_type(st->s, i) == SQLITE_BLOB ? sqlite3_column_blob(st->s, i)
-                                                                : (const void *)sqlite3_column_text(st->s, i);
+                                                               : (const void *)sqlite3_column_text(st->s, i);
   if (n) *n = (size_t)sqlite3_column_bytes(st->s, i);
   return p;
 }

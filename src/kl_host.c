@@ -47,7 +47,8 @@ int kl_host_load(const char *path, void **handle, kl_err *err) {
 int kl_host_symbol(void *handle, const char *name, void **fn, kl_err *err) {
   dlerror();
   void *p = dlsym(handle, name);
-  if (!p) return kl_fail(err, KL_ENOTFOUND, 0, "function '%s' not found in the candidate (is it static?)", name);
+  if (!p)
+    return kl_fail(err, KL_ENOTFOUND, 0, "function '%s' not found in the candidate (is it static?)", name);
   *fn = p;
   return KL_OK;
 }
@@ -99,7 +100,7 @@ static void emit(bpf_buf *b, unsigned short code, unsigned char jt, unsigned cha
 #define ARG_LO(i) offsetof(struct seccomp_data, args[i])
 #define ARG_HI(i) (offsetof(struct seccomp_data, args[i]) + 4)
 #define KILL_PROC SECCOMP_RET_KILL_PROCESS
-#define ERRNO(e) (SECCOMP_RET_ERRNO | ((e) & SECCOMP_RET_DATA))
+#define ERRNO(e) (SECCOMP_RET_ERRNO | (SECCOMP_RET_DATA & (e)))
 
 /* "nr: return action", two instructions; the accumulator keeps the number. */
 static void on_nr(bpf_buf *b, int nr, unsigned action) {
@@ -143,6 +144,7 @@ static void open_read_only(bpf_buf *b, int nr, int i, unsigned write_flags) {
   block_end(b, at);
 }
 
+/* clang-format off */
 static const int allowed_nr[] = {
   /* the protocol, stdio, dlopen */
   __NR_read, __NR_write, __NR_readv, __NR_writev, __NR_pread64, __NR_lseek, __NR_close,
@@ -162,6 +164,7 @@ static const int allowed_nr[] = {
   /* the confinement of file reads at the first load; a candidate can only narrow it */
   __NR_landlock_create_ruleset, __NR_landlock_add_rule, __NR_landlock_restrict_self,
 };
+/* clang-format on */
 
 static int build_filter(bpf_buf *b, pid_t self) {
   const unsigned write_flags = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND;
@@ -178,7 +181,8 @@ static int build_filter(bpf_buf *b, pid_t self) {
   /* x32 system calls (bit 30) would bypass every number below */
   emit(b, BPF_JMP | BPF_JGE | BPF_K, 0, 1, 0x40000000u);
   RET(b, KILL_PROC);
-  for (size_t i = 0; i < sizeof allowed_nr / sizeof allowed_nr[0]; i++) on_nr(b, allowed_nr[i], SECCOMP_RET_ALLOW);
+  for (size_t i = 0; i < sizeof allowed_nr / sizeof allowed_nr[0]; i++)
+    on_nr(b, allowed_nr[i], SECCOMP_RET_ALLOW);
 
   /* clone3 hides its flags in memory: ENOSYS, and libc falls back to clone */
   on_nr(b, __NR_clone3, ERRNO(ENOSYS));

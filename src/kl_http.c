@@ -1,4 +1,4 @@
-/* kl_http.c: many HTTP POSTs in flight at once over libcurl's multi interface, pulled one result at a time. */
+/* kl_http.c: many HTTP POSTs in flight at once over libcurl's multi interface, one result at a time. */
 #include <curl/curl.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -43,7 +43,7 @@ typedef struct kl_http_req {
   int first_byte_ms, idle_ms; /* 0: none; checked by kl_http_poll (curl has no such limit) */
   double t_start, t_last;     /* kl_now() at post, at the last byte received */
   int got_first;              /* a byte of the reply (status line included) has arrived */
-  double retry_after_ms; /* -1 when the server sent none */
+  double retry_after_ms;      /* -1 when the server sent none */
   char request_id[128];
   char errbuf[CURL_ERROR_SIZE];
   struct kl_http_req *next;
@@ -201,8 +201,8 @@ void kl_http_free(kl_http *c) {
   free(c);
 }
 
-int kl_http_post(kl_http *c, const char *url, const char *const *headers, int nheaders,
-                 const char *body, size_t body_len, int timeout_ms, int64_t *id, kl_err *err) {
+int kl_http_post(kl_http *c, const char *url, const char *const *headers, int nheaders, const char *body,
+                 size_t body_len, int timeout_ms, int64_t *id, kl_err *err) {
   kl_http_limits lim = {0};
   if (timeout_ms > 0) {
     lim.total_ms = timeout_ms;
@@ -211,10 +211,11 @@ int kl_http_post(kl_http *c, const char *url, const char *const *headers, int nh
   return kl_http_post_ex(c, url, headers, nheaders, body, body_len, &lim, id, err);
 }
 
-int kl_http_post_ex(kl_http *c, const char *url, const char *const *headers, int nheaders,
-                    const char *body, size_t body_len, const kl_http_limits *lim, int64_t *id, kl_err *err) {
+int kl_http_post_ex(kl_http *c, const char *url, const char *const *headers, int nheaders, const char *body,
+                    size_t body_len, const kl_http_limits *lim, int64_t *id, kl_err *err) {
   if (id) *id = 0;
-  if (!c || !url || !*url || (!body && body_len)) return kl_fail(err, KL_EINVAL, 0, "kl_http_post: bad arguments");
+  if (!c || !url || !*url || (!body && body_len))
+    return kl_fail(err, KL_EINVAL, 0, "kl_http_post: bad arguments");
   if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
     return kl_fail(err, KL_EINVAL, 0, "not an http(s) URL: %.200s", url);
   kl_http_req *r = calloc(1, sizeof *r);
@@ -244,7 +245,8 @@ int kl_http_post_ex(kl_http *c, const char *url, const char *const *headers, int
 
   CURL *e = r->easy;
   CURLcode rc = CURLE_OK;
-#define SETOPT(o, v) if (rc == CURLE_OK) rc = curl_easy_setopt(e, o, v)
+#define SETOPT(o, v) \
+  if (rc == CURLE_OK) rc = curl_easy_setopt(e, o, v)
   SETOPT(CURLOPT_URL, url);
   SETOPT(CURLOPT_NOSIGNAL, 1L);
   SETOPT(CURLOPT_POST, 1L);
@@ -309,10 +311,8 @@ static int take_finished(kl_http *c, kl_http_result *res) {
     }
     res->too_big = r->too_big;
     if (code != CURLE_OK) {
-      if (r->too_big)
-        snprintf(res->error, sizeof res->error, "reply larger than %zu bytes", r->max_body);
-      else
-        snprintf(res->error, sizeof res->error, "%s", r->errbuf[0] ? r->errbuf : curl_easy_strerror(code));
+      if (r->too_big) snprintf(res->error, sizeof res->error, "reply larger than %zu bytes", r->max_body);
+      else snprintf(res->error, sizeof res->error, "%s", r->errbuf[0] ? r->errbuf : curl_easy_strerror(code));
       size_t el = strlen(res->error);
       while (el && res->error[el - 1] == '\n') res->error[--el] = 0;
     }
@@ -353,10 +353,11 @@ static int take_expired(kl_http *c, kl_http_result *res) {
     res->timed_out = kind;
     snprintf(res->request_id, sizeof res->request_id, "%s", r->request_id);
     if (kind == KL_HTTP_TIMEOUT_FIRST_BYTE)
-      snprintf(res->error, sizeof res->error, "no reply within %.3g s of sending (first-byte timeout)", waited);
+      snprintf(res->error, sizeof res->error, "no reply within %.3g s of sending (first-byte timeout)",
+               waited);
     else
-      snprintf(res->error, sizeof res->error, "the reply stalled: nothing for %.3g s after %zu bytes (idle timeout)",
-               waited, r->len);
+      snprintf(res->error, sizeof res->error,
+               "the reply stalled: nothing for %.3g s after %zu bytes (idle timeout)", waited, r->len);
     res->body = r->buf ? r->buf : calloc(1, 1);
     res->body_len = r->buf ? r->len : 0;
     r->buf = NULL;
@@ -378,7 +379,8 @@ int kl_http_poll(kl_http *c, int wait_ms, kl_http_result *res, int *done, kl_err
   double deadline = kl_now() + (wait_ms > 0 ? wait_ms / 1000.0 : 0);
   for (;;) {
     CURLMcode mc = curl_multi_perform(c->multi, &c->running);
-    if (mc != CURLM_OK) return kl_fail(err, KL_ESYS, (int)mc, "curl_multi_perform: %s", curl_multi_strerror(mc));
+    if (mc != CURLM_OK)
+      return kl_fail(err, KL_ESYS, (int)mc, "curl_multi_perform: %s", curl_multi_strerror(mc));
     if (take_finished(c, res) || take_expired(c, res)) {
       *done = 1;
       return KL_OK;

@@ -16,11 +16,15 @@
 
 int luaopen_cjson(lua_State *L);
 
-extern const struct { const char *name; const unsigned char *data; size_t len; } kl_embedded[];
+extern const struct {
+  const char *name;
+  const unsigned char *data;
+  size_t len;
+} kl_embedded[];
 
 static lua_State *globalL;
 static volatile sig_atomic_t sigint_count;
-static volatile sig_atomic_t sigint_held; /* count Ctrl-C, raise nothing (a run closing) */
+static volatile sig_atomic_t sigint_held;  /* count Ctrl-C, raise nothing (a run closing) */
 static volatile sig_atomic_t sigint_first; /* the signal that started the interruption */
 static volatile sig_atomic_t signals_run;  /* a strategy runs: TERM and HUP stop it cleanly */
 static double sigint_t0;                   /* CLOCK_MONOTONIC seconds of the first signal */
@@ -44,7 +48,41 @@ static double mono_now(void) {
 static void on_hook(lua_State *L, lua_Debug *ar) {
   (void)ar;
   lua_sethook(L, NULL, 0, 0);
-  luaL_error(L, "interrupted");
+  lua_getfield(L, LUA_REGISTRYINDEX, "kloop.interrupted");
+  lua_error(L);
+}
+
+/* The Ctrl-C sentinel: one table, the error value of every interruption (the hook's, and
+   kloop.core.sys.check_interrupt's), so Lua compares it instead of matching text. It
+   prints as "interrupted" and concatenates as that text, as the old message did. */
+static int l_interrupted_tostring(lua_State *L) {
+  lua_pushliteral(L, "interrupted");
+  return 1;
+}
+
+static int l_interrupted_concat(lua_State *L) {
+  for (int i = 1; i <= 2; i++) {
+    if (lua_istable(L, i)) {
+      lua_pushliteral(L, "interrupted");
+      lua_replace(L, i);
+    } else if (!lua_isstring(L, i)) {
+      return luaL_error(L, "attempt to concatenate a %s value", luaL_typename(L, i));
+    }
+  }
+  lua_concat(L, 2);
+  return 1;
+}
+
+static void push_interrupted(lua_State *L) {
+  lua_newtable(L);
+  lua_newtable(L);
+  lua_pushcfunction(L, l_interrupted_tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_pushcfunction(L, l_interrupted_concat);
+  lua_setfield(L, -2, "__concat");
+  lua_pushliteral(L, "kloop.interrupted");
+  lua_setfield(L, -2, "__name");
+  lua_setmetatable(L, -2);
 }
 
 static void install_signals(void);
@@ -235,6 +273,10 @@ int kl_lua_main(int argc, char **argv) {
   lua_setfield(L, -2, "lua_dir");
   lua_pushstring(L, KLOOP_SOURCE_DIR);
   lua_setfield(L, -2, "source_dir");
+  push_interrupted(L);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, LUA_REGISTRYINDEX, "kloop.interrupted");
+  lua_setfield(L, -2, "INTERRUPTED");
   lua_setfield(L, LUA_REGISTRYINDEX, "kloop.native");
   lua_getfield(L, LUA_GLOBALSINDEX, "package");
   lua_getfield(L, -1, "loaded");
@@ -262,6 +304,9 @@ int kl_lua_main(int argc, char **argv) {
   if (status != 0) {
     /* cli.main handles script errors itself; reaching here means kloop's own library broke. */
     const char *msg = lua_tostring(L, -1);
+    lua_getfield(L, LUA_REGISTRYINDEX, "kloop.interrupted");
+    if (!msg && lua_rawequal(L, -1, -2)) msg = "interrupted";
+    lua_pop(L, 1);
     fprintf(stderr, "kloop: internal error: %s\n", msg ? msg : "(error object is not a string)");
     rc = 1;
   } else {

@@ -40,7 +40,8 @@ static int nvml_load(kl_err *err) {
   n.Power = (int (*)(nvml_dev, unsigned *))dlsym(h, "nvmlDeviceGetPowerUsage");
   n.Reasons = (int (*)(nvml_dev, unsigned long long *))dlsym(h, "nvmlDeviceGetCurrentClocksEventReasons");
   if (!n.Reasons)
-    n.Reasons = (int (*)(nvml_dev, unsigned long long *))dlsym(h, "nvmlDeviceGetCurrentClocksThrottleReasons");
+    n.Reasons =
+      (int (*)(nvml_dev, unsigned long long *))dlsym(h, "nvmlDeviceGetCurrentClocksThrottleReasons");
   if (!n.Init || !n.ByIndex || !n.ClockInfo) {
     snprintf(load_error, sizeof load_error, "libnvidia-ml.so.1 lacks the functions kloop needs");
     dlclose(h);

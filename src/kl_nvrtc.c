@@ -46,7 +46,8 @@ int kl_nvrtc_load(kl_err *err) {
   if (!h) {
     snprintf(load_error, sizeof load_error,
              "NVRTC not found (tried libnvrtc.so.13/.12 on the loader path and in %s/lib64): "
-             "install the CUDA toolkit or set KLOOP_CUDA_HOME", kl_cuda_home());
+             "install the CUDA toolkit or set KLOOP_CUDA_HOME",
+             kl_cuda_home());
     return kl_fail(err, KL_ENOTFOUND, 0, "%s", load_error);
   }
   kl_sym syms[] = {
@@ -92,8 +93,7 @@ int kl_nvrtc_compile(const kl_compile_req *req, kl_compile_res *res, kl_err *err
   nvrtcProgram prog;
   nvrtcResult r = n.CreateProgram(&prog, req->source, req->name ? req->name : "candidate.cu",
                                   req->num_headers, req->header_sources, req->header_names);
-  if (r != NVRTC_SUCCESS)
-    return kl_fail(err, KL_ECOMPILE, r, "nvrtcCreateProgram: %s", n.GetErrorString(r));
+  if (r != NVRTC_SUCCESS) return kl_fail(err, KL_ECOMPILE, r, "nvrtcCreateProgram: %s", n.GetErrorString(r));
   for (int i = 0; i < req->num_name_exprs; i++) {
     r = n.AddNameExpression(prog, req->name_exprs[i]);
     if (r != NVRTC_SUCCESS) {
@@ -132,7 +132,10 @@ int kl_nvrtc_compile(const kl_compile_req *req, kl_compile_res *res, kl_err *err
       }
       size_t l = strlen(low);
       char *grown = realloc(res->lowered, total + l + 2);
-      if (!grown) { res->ok = 0; break; }
+      if (!grown) {
+        res->ok = 0;
+        break;
+      }
       res->lowered = grown;
       memcpy(res->lowered + total, low, l);
       res->lowered[total + l] = '\n';
@@ -143,8 +146,9 @@ int kl_nvrtc_compile(const kl_compile_req *req, kl_compile_res *res, kl_err *err
     if (!res->ok) {
       n.DestroyProgram(&prog);
       res->seconds = kl_now() - t0;
-      return kl_fail(err, KL_ECOMPILE, r,
-                     "NVRTC produced no cubin: pass a real architecture (--gpu-architecture=sm_XX), not compute_XX");
+      return kl_fail(
+        err, KL_ECOMPILE, r,
+        "NVRTC produced no cubin: pass a real architecture (--gpu-architecture=sm_XX), not compute_XX");
     }
   }
   n.DestroyProgram(&prog);
@@ -234,7 +238,8 @@ int kl_compile_poll(kl_compile_job *job, int wait_ms, kl_compile_res *res, kl_er
   if (job->pid <= 0) return kl_fail(err, KL_EINVAL, 0, "compile job already finished");
   struct pollfd pf = {job->fd, POLLIN, 0};
   int r;
-  do r = poll(&pf, 1, wait_ms); while (r < 0 && errno == EINTR);
+  do r = poll(&pf, 1, wait_ms);
+  while (r < 0 && errno == EINTR);
   if (r == 0) return kl_fail(err, KL_ETIMEOUT, 0, "still compiling");
   /* Once the first byte is there, the child writes the rest without pause. */
   double deadline = kl_now() + 30.0;
@@ -247,7 +252,10 @@ int kl_compile_poll(kl_compile_job *job, int wait_ms, kl_compile_res *res, kl_er
   if (!st) {
     res->log = malloc(ll + 1);
     st = res->log ? read_until(job->fd, res->log, ll, deadline) : KL_ENOMEM;
-    if (!st) { res->log[ll] = 0; res->log_len = ll; }
+    if (!st) {
+      res->log[ll] = 0;
+      res->log_len = ll;
+    }
   }
   if (!st) st = read_until(job->fd, &cl, sizeof cl, deadline);
   if (!st && cl > (1u << 30)) st = KL_EINVAL;
@@ -262,7 +270,10 @@ int kl_compile_poll(kl_compile_job *job, int wait_ms, kl_compile_res *res, kl_er
   if (!st && lw) {
     res->lowered = malloc(lw + 1);
     st = res->lowered ? read_until(job->fd, res->lowered, lw, deadline) : KL_ENOMEM;
-    if (!st) { res->lowered[lw] = 0; res->lowered_len = lw; }
+    if (!st) {
+      res->lowered[lw] = 0;
+      res->lowered_len = lw;
+    }
   }
   int status = 0;
   kl_compile_kill(job); /* reaps; harmless when the child already exited */

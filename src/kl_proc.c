@@ -208,8 +208,7 @@ static void guard_off(pipe_guard *g, int got_epipe) {
     sigemptyset(&s);
     sigaddset(&s, SIGPIPE);
     struct timespec zero = {0, 0};
-    while (sigtimedwait(&s, NULL, &zero) < 0 && errno == EINTR) {
-    }
+    while (sigtimedwait(&s, NULL, &zero) < 0 && errno == EINTR) {}
   }
   pthread_sigmask(SIG_SETMASK, &g->old, NULL);
   errno = e;
@@ -222,8 +221,8 @@ static void guard_off(pipe_guard *g, int got_epipe) {
  * the caller knows whether the stream is now mid-frame. Returns KL_OK,
  * KL_ECLOSED (reader gone), KL_ETIMEOUT or KL_ESYS.
  */
-static int write_frame(int fd, const char *data, size_t n, int64_t deadline, kl_proc *drain,
-                       size_t *sent, kl_err *err) {
+static int write_frame(int fd, const char *data, size_t n, int64_t deadline, kl_proc *drain, size_t *sent,
+                       kl_err *err) {
   unsigned char hdr[4];
   put_le32(hdr, (uint32_t)n);
   struct iovec iov[2] = {{hdr, 4}, {(void *)data, n}};
@@ -363,8 +362,8 @@ static void child_write(int fd, const char *s) {
 
 /* Runs in the forked child: only async-signal-safe calls (the parent may have
    threads), no malloc, no return. */
-static void child_main(int req_r, int rep_w, int out_w, int st_w, pid_t parent,
-                       const char *const *argv, char *const *envp) {
+static void child_main(int req_r, int rep_w, int out_w, int st_w, pid_t parent, const char *const *argv,
+                       char *const *envp) {
   child_report rep = {1, 0};
   int hi[5] = {-1, -1, -1, -1, -1};
   int src[5];
@@ -396,11 +395,13 @@ static void child_main(int req_r, int rep_w, int out_w, int st_w, pid_t parent,
   if (dup2(hi[4], 5) < 0) goto fail;
   st_w = 5;
   if (fcntl(5, F_SETFD, FD_CLOEXEC) < 0) goto fail;
-  /* Nothing else of the parent's (sockets, CUDA device files) leaks into the worker. */
+  /* Nothing else of the parent's (sockets, CUDA device files) leaks into the worker:
+     close_range where the kernel has it, else close each fd up to the limit. */
+  int closed = 0;
 #ifdef SYS_close_range
-  if (syscall(SYS_close_range, 6u, ~0u, 0u) != 0)
+  closed = syscall(SYS_close_range, 6u, ~0u, 0u) == 0;
 #endif
-  {
+  if (!closed) {
     struct rlimit rl;
     long top = 1024;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
@@ -519,8 +520,8 @@ int kl_proc_spawn(kl_proc *p, const char *const *argv, const char *const *env_ke
     if (cr.stage == 2 && (cr.err == ENOENT || cr.err == ENOTDIR))
       rc = kl_fail(err, KL_ENOTFOUND, cr.err, "cannot execute worker %s: %s", argv[0], strerror(cr.err));
     else
-      rc = kl_fail(err, KL_ESYS, cr.err, "cannot %s worker %s: %s",
-                   cr.stage == 2 ? "execute" : "set up", argv[0], strerror(cr.err));
+      rc = kl_fail(err, KL_ESYS, cr.err, "cannot %s worker %s: %s", cr.stage == 2 ? "execute" : "set up",
+                   argv[0], strerror(cr.err));
     reset_proc(p);
   }
 
@@ -666,8 +667,8 @@ int kl_proc_recv(kl_proc *p, int timeout_ms, char **data, size_t *n, kl_err *err
   if (hgot > 0) {
     close_fd(&p->from_fd);
     return kl_fail(err, KL_ETIMEOUT, 0,
-                   "no complete reply within %d ms (%zu of %zu bytes came); reply channel closed",
-                   timeout_ms, got, hgot == 4 ? len : 0);
+                   "no complete reply within %d ms (%zu of %zu bytes came); reply channel closed", timeout_ms,
+                   got, hgot == 4 ? len : 0);
   }
   return kl_fail(err, KL_ETIMEOUT, 0, "no reply from worker within %d ms", timeout_ms);
 }

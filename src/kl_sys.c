@@ -1,4 +1,4 @@
-/* kl_sys.c: small system helpers (clock, paths, hashing, randomness, toolkit loading, environment scrubbing). */
+/* kl_sys.c: small system helpers (clock, paths, hashing, randomness, toolkit loading, env scrubbing). */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <dlfcn.h>
@@ -104,12 +104,14 @@ static void open_companions(void *h, const char *opened) {
     }
     /* the library's major version from its name ("libnvrtc.so.13" -> "13"), if any */
     char major[16] = "";
-    if (base[ln] == '.') snprintf(major, sizeof major, "%.*s", (int)strcspn(base + ln + 1, "."), base + ln + 1);
+    if (base[ln] == '.')
+      snprintf(major, sizeof major, "%.*s", (int)strcspn(base + ln + 1, "."), base + ln + 1);
     DIR *d = opendir(dir);
     if (!d) continue;
     size_t lp = strlen(companions[i].prefix);
     for (struct dirent *e; (e = readdir(d));) {
-      if (strncmp(e->d_name, companions[i].prefix, lp) != 0 || !version_match(e->d_name + lp, major)) continue;
+      if (strncmp(e->d_name, companions[i].prefix, lp) != 0 || !version_match(e->d_name + lp, major))
+        continue;
       snprintf(buf, sizeof buf, "%s/%s", dir, e->d_name);
       dlopen(buf, RTLD_NOW | RTLD_GLOBAL);
     }
@@ -212,7 +214,10 @@ int kl_env_scrub(const char *name) {
     if (is_entry(*e, name, len) && !(start && *e >= start && *e < end)) {
       char *v = *e + len + 1;
       size_t n = strlen(v);
-      if (n) { memset(v, 0, n); wiped++; }
+      if (n) {
+        memset(v, 0, n);
+        wiped++;
+      }
     }
   }
   unsetenv(name);

@@ -21,12 +21,12 @@ typedef enum kl_status {
   KL_ECLOSED = 6,   /* the peer closed its end or died */
   KL_ECOMPILE = 7,  /* compilation failed; the log says why */
   KL_ENOMEM = 8,
-  KL_ENOPERM = 9    /* not permitted here (e.g. no access to GPU performance counters) */
+  KL_ENOPERM = 9 /* not permitted here (e.g. no access to GPU performance counters) */
 } kl_status;
 
 typedef struct kl_err {
-  int status;   /* a kl_status */
-  int code;     /* library-specific code (CUresult, nvrtcResult, errno) */
+  int status; /* a kl_status */
+  int code;   /* library-specific code (CUresult, nvrtcResult, errno) */
   char msg[512];
 } kl_err;
 
@@ -37,21 +37,22 @@ const char *kl_sqlite_version(void);
 const char *kl_cuda_home(void);
 
 /* System helpers. */
-double kl_now(void);                       /* monotonic seconds */
-int kl_exe_path(char *buf, size_t n);      /* /proc/self/exe; kl_status */
+double kl_now(void);                  /* monotonic seconds */
+int kl_exe_path(char *buf, size_t n); /* /proc/self/exe; kl_status */
 int kl_isatty(int fd);
 int kl_file_readable(const char *path);
 int kl_dir_writable(const char *path);
 void kl_free(void *p);
 uint64_t kl_hash64(const void *data, size_t n, uint64_t seed); /* FNV-1a, 64 bit */
 int kl_getpid(void);
-int kl_random_bytes(void *buf, size_t n);  /* getrandom; kl_status */
-int kl_env_scrub(const char *name);         /* wipe NAME from environ and /proc/self/environ, unsetenv; copies wiped, -1 bad name */
+int kl_random_bytes(void *buf, size_t n); /* getrandom; kl_status */
+/* Wipes NAME from environ and /proc/self/environ, then unsetenv: copies wiped, -1 bad name. */
+int kl_env_scrub(const char *name);
 
 /* Line editing for the REPL: libedit when it can be opened, plain stdio otherwise. */
 int kl_line_init(const char *history_path); /* 1 when libedit is in use */
 char *kl_line_read(const char *prompt);     /* malloc'd line without newline; NULL on EOF */
-int kl_line_interrupted(void);             /* 1: the last kl_line_read ended at Ctrl-C (it returned NULL) */
+int kl_line_interrupted(void);              /* 1: the last kl_line_read ended at Ctrl-C (it returned NULL) */
 void kl_line_add_history(const char *line);
 int kl_line_save(void);
 
@@ -62,7 +63,7 @@ int kl_sigint_signal(void); /* the signal that started the pending interruption,
 
 /* CUDA driver, opened with dlopen: nothing here needs libcuda at link time. */
 typedef struct kl_gpu_info {
-  int driver_version;     /* e.g. 13000 */
+  int driver_version; /* e.g. 13000 */
   int device_count;
   char name[256];
   int cc_major, cc_minor;
@@ -81,8 +82,8 @@ typedef struct kl_gpu_info {
   char uuid[48];
 } kl_gpu_info;
 
-int kl_cuda_load(kl_err *err);          /* dlopen libcuda.so.1; no cuInit */
-int kl_cuda_init(int device, kl_err *err);  /* cuInit + primary context, current on this thread */
+int kl_cuda_load(kl_err *err);             /* dlopen libcuda.so.1; no cuInit */
+int kl_cuda_init(int device, kl_err *err); /* cuInit + primary context, current on this thread */
 int kl_cuda_info(int device, kl_gpu_info *info, kl_err *err);
 /* Probe in a forked child (the caller never initializes CUDA): kl_status. */
 int kl_cuda_probe_isolated(int device, kl_gpu_info *info, int timeout_ms, kl_err *err);
@@ -108,8 +109,8 @@ int kl_cuda_h2d(uint64_t dst, const void *src, size_t bytes, kl_err *err);
 int kl_cuda_d2h(void *dst, uint64_t src, size_t bytes, kl_err *err);
 int kl_cuda_d2d(uint64_t dst, uint64_t src, size_t bytes, kl_err *err);
 int kl_cuda_fill32(uint64_t dst, uint32_t value, size_t count, kl_err *err);
-int kl_cuda_launch(void *fn, const unsigned *grid, const unsigned *block, unsigned smem,
-                   void **params, kl_err *err);
+int kl_cuda_launch(void *fn, const unsigned *grid, const unsigned *block, unsigned smem, void **params,
+                   kl_err *err);
 int kl_cuda_sync(kl_err *err);
 int kl_cuda_event_create(void **ev, kl_err *err);
 int kl_cuda_event_record(void *ev, kl_err *err);
@@ -131,7 +132,7 @@ int kl_nvml_sample(const char *uuid, int index, kl_gpu_sample *s, kl_err *err);
 
 /* CUPTI, opened with dlopen; used in the worker, never inside a timed region. */
 int kl_cupti_load(kl_err *err);
-const char *kl_cupti_path(void);      /* the library opened; "" before */
+const char *kl_cupti_path(void); /* the library opened; "" before */
 /* Kernel activity records: start/end of every kernel between start and stop. */
 typedef struct kl_kernel_rec {
   uint64_t start_ns, end_ns;
@@ -151,7 +152,7 @@ int kl_activity_stop(kl_kernel_rec *recs, int max, int *n, int *dropped, kl_err 
 typedef struct kl_prof kl_prof;
 int kl_prof_chip(int device, char *buf, size_t n, kl_err *err);
 int kl_prof_new(const char *chip, const char *const *metrics, int n, kl_prof **p, kl_err *err);
-int kl_prof_passes(kl_prof *p);      /* replay passes the metrics need */
+int kl_prof_passes(kl_prof *p); /* replay passes the metrics need */
 /* On the current context. user_replay = 0: CUPTI replays each kernel per pass itself
    (saving and restoring memory); 1: the caller runs start, launches, stop once per
    pass until stop reports every pass submitted (kl_prof_reconfigure between passes
@@ -162,31 +163,31 @@ int kl_prof_stop(kl_prof *p, int *all_passes, kl_err *err);
 int kl_prof_reconfigure(kl_prof *p, kl_err *err);
 int kl_prof_decode(kl_prof *p, int *ranges, int *dropped, kl_err *err);
 int kl_prof_values(kl_prof *p, int range, double *values, kl_err *err); /* one per metric */
-void kl_prof_free(kl_prof *p);       /* disables the profiler too */
+void kl_prof_free(kl_prof *p);                                          /* disables the profiler too */
 /* NVRTC, opened with dlopen. */
 int kl_nvrtc_load(kl_err *err);
-const char *kl_nvrtc_path(void);     /* the library opened; "" before */
+const char *kl_nvrtc_path(void); /* the library opened; "" before */
 int kl_nvrtc_version(int *major, int *minor, kl_err *err);
 
 typedef struct kl_compile_req {
   const char *source;
-  const char *name;            /* program name shown in the log */
-  const char *const *options;  /* NVRTC options */
+  const char *name;           /* program name shown in the log */
+  const char *const *options; /* NVRTC options */
   int num_options;
-  const char *const *header_names;  /* in-memory headers (the task's folder) */
+  const char *const *header_names; /* in-memory headers (the task's folder) */
   const char *const *header_sources;
   int num_headers;
-  const char *const *name_exprs;    /* C++ entries ("gemm<128, 8>"): nvrtcAddNameExpression */
+  const char *const *name_exprs; /* C++ entries ("gemm<128, 8>"): nvrtcAddNameExpression */
   int num_name_exprs;
 } kl_compile_req;
 
 typedef struct kl_compile_res {
-  int ok;             /* 1 when a cubin was produced */
-  char *log;          /* malloc'd; free with kl_free */
+  int ok;    /* 1 when a cubin was produced */
+  char *log; /* malloc'd; free with kl_free */
   size_t log_len;
-  void *cubin;        /* malloc'd; free with kl_free */
+  void *cubin; /* malloc'd; free with kl_free */
   size_t cubin_len;
-  char *lowered;      /* malloc'd: one lowered name per name expression, '\n' after each */
+  char *lowered; /* malloc'd: one lowered name per name expression, '\n' after each */
   size_t lowered_len;
   double seconds;
 } kl_compile_res;
@@ -207,8 +208,15 @@ void kl_compile_kill(kl_compile_job *job);
 
 /* Host buffers: fill, poison, hash, compare. Backend independent. */
 typedef enum kl_dtype {
-  KL_F32 = 0, KL_F64 = 1, KL_F16 = 2, KL_BF16 = 3,
-  KL_I32 = 4, KL_I64 = 5, KL_U32 = 6, KL_U8 = 7, KL_I8 = 8
+  KL_F32 = 0,
+  KL_F64 = 1,
+  KL_F16 = 2,
+  KL_BF16 = 3,
+  KL_I32 = 4,
+  KL_I64 = 5,
+  KL_U32 = 6,
+  KL_U8 = 7,
+  KL_I8 = 8
 } kl_dtype;
 
 typedef enum kl_dist {
@@ -220,28 +228,28 @@ typedef enum kl_dist {
 
 size_t kl_dtype_size(kl_dtype t);
 int kl_buf_fill(void *p, kl_dtype t, size_t n, kl_dist d, double a, double b, uint64_t seed);
-uint32_t kl_poison_word(kl_dtype t);  /* 32-bit pattern repeated over an output */
+uint32_t kl_poison_word(kl_dtype t); /* 32-bit pattern repeated over an output */
 void kl_buf_poison(void *p, size_t bytes, uint32_t word);
 uint64_t kl_buf_hash(const void *p, size_t bytes);
 
 typedef struct kl_cmp {
   size_t n;
-  size_t n_unwritten;    /* elements still holding the poison pattern */
+  size_t n_unwritten; /* elements still holding the poison pattern */
   int64_t first_unwritten;
-  size_t n_nonfinite;    /* NaN/Inf in out where ref is finite */
+  size_t n_nonfinite; /* NaN/Inf in out where ref is finite */
   int64_t first_nonfinite;
-  size_t n_bad;          /* |out-ref| > atol + rtol*|ref| */
+  size_t n_bad; /* |out-ref| > atol + rtol*|ref| */
   int64_t first_bad;
   double max_abs_err;
   int64_t worst_index;
   double worst_out, worst_ref;
-  double err_norm;       /* ||out-ref||_2 over finite pairs */
-  double ref_norm;       /* ||ref||_2 */
+  double err_norm; /* ||out-ref||_2 over finite pairs */
+  double ref_norm; /* ||ref||_2 */
   double ref_max_abs;
 } kl_cmp;
 
-int kl_buf_compare(const void *out, kl_dtype out_t, const void *ref, kl_dtype ref_t, size_t n,
-                   double atol, double rtol, uint32_t poison, int check_poison, kl_cmp *res);
+int kl_buf_compare(const void *out, kl_dtype out_t, const void *ref, kl_dtype ref_t, size_t n, double atol,
+                   double rtol, uint32_t poison, int check_poison, kl_cmp *res);
 /* First differing element index of two buffers of the same type, -1 if bit-identical,
    -2 for an unknown dtype. */
 int64_t kl_buf_first_diff(const void *a, const void *b, kl_dtype t, size_t n);
@@ -259,16 +267,16 @@ typedef enum kl_region_mode {
 } kl_region_mode;
 
 typedef struct kl_region {
-  uint64_t ptr;     /* address of the first word (host or device) */
+  uint64_t ptr; /* address of the first word (host or device) */
   uint64_t nwords;
   uint64_t seed;
-  uint32_t mode;    /* a kl_region_mode */
-  uint32_t word;    /* KL_REGION_CONST's word */
+  uint32_t mode; /* a kl_region_mode */
+  uint32_t word; /* KL_REGION_CONST's word */
 } kl_region;
 
 typedef struct kl_region_result {
-  uint64_t value;   /* digest, or count of changed words */
-  uint64_t first;   /* ~index of the first changed word (0: none), as the GPU reduces it */
+  uint64_t value; /* digest, or count of changed words */
+  uint64_t first; /* ~index of the first changed word (0: none), as the GPU reduces it */
 } kl_region_result;
 
 uint32_t kl_guard_word(uint64_t i, uint64_t seed);
@@ -280,14 +288,14 @@ void kl_regions_check(const kl_region *r, int n, kl_region_result *out);
 /* Worker processes: framed messages over pipes, output captured apart. */
 typedef struct kl_proc {
   int pid;
-  int to_fd;       /* parent -> child requests */
-  int from_fd;     /* child -> parent replies */
-  int out_fd;      /* child's stdout+stderr */
-  int exited;      /* 1 once reaped */
-  int exit_status; /* raw waitpid status */
-  size_t out_total;      /* bytes the child printed */
+  int to_fd;        /* parent -> child requests */
+  int from_fd;      /* child -> parent replies */
+  int out_fd;       /* child's stdout+stderr */
+  int exited;       /* 1 once reaped */
+  int exit_status;  /* raw waitpid status */
+  size_t out_total; /* bytes the child printed */
   size_t tail_len;
-  char tail[4096];       /* last bytes of the child's output */
+  char tail[4096]; /* last bytes of the child's output */
 } kl_proc;
 
 /* argv is NULL-terminated; env_keep is a NULL-terminated list of variable-name
@@ -296,8 +304,8 @@ int kl_proc_spawn(kl_proc *p, const char *const *argv, const char *const *env_ke
 int kl_proc_send(kl_proc *p, const char *data, size_t n, kl_err *err);
 /* Waits up to timeout_ms for one reply, draining the child's output meanwhile. */
 int kl_proc_recv(kl_proc *p, int timeout_ms, char **data, size_t *n, kl_err *err);
-int kl_proc_kill(kl_proc *p);   /* SIGKILL and reap */
-int kl_proc_close(kl_proc *p, int grace_ms);  /* close pipes, wait, then kill */
+int kl_proc_kill(kl_proc *p);                /* SIGKILL and reap */
+int kl_proc_close(kl_proc *p, int grace_ms); /* close pipes, wait, then kill */
 /* Worker side: fds 3 (requests) and 4 (replies). */
 int kl_chan_send(int fd, const char *data, size_t n, kl_err *err);
 int kl_chan_recv(int fd, char **data, size_t *n, kl_err *err);
@@ -306,7 +314,7 @@ int kl_chan_recv(int fd, char **data, size_t *n, kl_err *err);
 int kl_host_load(const char *path, void **handle, kl_err *err);
 int kl_host_symbol(void *handle, const char *name, void **fn, kl_err *err);
 int kl_host_unload(void *handle);
-void *kl_host_alloc(size_t bytes);   /* 64-byte aligned; NULL when out of memory */
+void *kl_host_alloc(size_t bytes); /* 64-byte aligned; NULL when out of memory */
 void kl_host_free(void *p);
 /* rlimits (address space, CPU seconds, no core, no file growth) and a seccomp
    allow-list that kills the process on any other system call (docs/SECURITY.md).
@@ -324,7 +332,11 @@ typedef struct kl_db kl_db;
 typedef struct kl_stmt kl_stmt;
 
 typedef enum kl_coltype {
-  KL_COL_INTEGER = 1, KL_COL_FLOAT = 2, KL_COL_TEXT = 3, KL_COL_BLOB = 4, KL_COL_NULL = 5
+  KL_COL_INTEGER = 1,
+  KL_COL_FLOAT = 2,
+  KL_COL_TEXT = 3,
+  KL_COL_BLOB = 4,
+  KL_COL_NULL = 5
 } kl_coltype;
 
 /* kl_db_open flags (0: read-write, created when missing). */
@@ -364,10 +376,10 @@ void kl_stmt_finalize(kl_stmt *st);
 typedef struct kl_http kl_http;
 
 typedef struct kl_http_result {
-  int64_t id;            /* from kl_http_post */
-  int status;            /* HTTP status; 0 when no response arrived */
-  int curl_code;         /* CURLcode; 0 when the transfer completed */
-  char *body;            /* malloc'd, NUL-terminated; free with kl_http_result_free */
+  int64_t id;    /* from kl_http_post */
+  int status;    /* HTTP status; 0 when no response arrived */
+  int curl_code; /* CURLcode; 0 when the transfer completed */
+  char *body;    /* malloc'd, NUL-terminated; free with kl_http_result_free */
   size_t body_len;
   double total_s;        /* whole transfer, seconds */
   double retry_after_ms; /* retry-after-ms, else retry-after (seconds or date); -1 if absent */
@@ -396,18 +408,19 @@ typedef struct kl_http_limits {
 } kl_http_limits;
 
 int kl_http_new(kl_http **client, kl_err *err);
-void kl_http_free(kl_http *client);  /* cancels what is still in flight */
+void kl_http_free(kl_http *client); /* cancels what is still in flight */
 /* headers: nheaders "Name: value" strings, copied. timeout_ms <= 0: no limit. */
-int kl_http_post(kl_http *client, const char *url, const char *const *headers, int nheaders,
-                 const char *body, size_t body_len, int timeout_ms, int64_t *id, kl_err *err);
+int kl_http_post(kl_http *client, const char *url, const char *const *headers, int nheaders, const char *body,
+                 size_t body_len, int timeout_ms, int64_t *id, kl_err *err);
 /* Drives transfers for up to wait_ms; *done = 1 with res filled for one finished
    request, *done = 0 when none finished in time (with nothing pending it just waits). */
 /* The same with separate connect, first-byte, idle and total limits and a reply cap. */
 int kl_http_post_ex(kl_http *client, const char *url, const char *const *headers, int nheaders,
-                    const char *body, size_t body_len, const kl_http_limits *limits, int64_t *id, kl_err *err);
+                    const char *body, size_t body_len, const kl_http_limits *limits, int64_t *id,
+                    kl_err *err);
 int kl_http_poll(kl_http *client, int wait_ms, kl_http_result *res, int *done, kl_err *err);
-int kl_http_cancel(kl_http *client, int64_t id);  /* KL_ENOTFOUND when not pending */
-int kl_http_pending(kl_http *client);             /* requests not yet returned by poll */
+int kl_http_cancel(kl_http *client, int64_t id); /* KL_ENOTFOUND when not pending */
+int kl_http_pending(kl_http *client);            /* requests not yet returned by poll */
 void kl_http_result_free(kl_http_result *res);
 
 #endif

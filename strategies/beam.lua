@@ -1,7 +1,6 @@
 -- strategies/beam.lua: keep the best k verified candidates, expand each every step.
 -- Expansion uses the LLM proposer when one is configured, otherwise the tune proposer
 -- (the task's parameters).
-local tune = require("kloop.search.tune")
 local proposers = require("kloop.search.proposers")
 
 local S = {

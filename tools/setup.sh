@@ -3,8 +3,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The build, then what the tests use: busted (specs), cram (CLI transcripts), luacheck and
+# clang-format (tests/lint), chromium (renders the HTML report headless in its test).
 pkgs=(build-essential cmake pkg-config libluajit-5.1-dev lua-cjson-dev libcurl4-openssl-dev
-      libsqlite3-dev sqlite3 libedit2 lua-busted python3-cram)
+      libsqlite3-dev sqlite3 libedit2 lua-busted python3-cram lua-check clang-format chromium)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -26,7 +26,7 @@ function S.propose(ctx)
   return nil -- nothing new: the run ends
 end
 
-function S.on_result(ctx, cand, result)
+function S.on_result(ctx, _cand, result)
   if result.verdict ~= "ok" and not ctx.opts.quiet then
     print("  rejected: " .. result.reason)
   end

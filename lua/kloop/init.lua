@@ -4,7 +4,7 @@ local kloop = {}
 kloop.api_version = 1
 
 local lazy = {
-  core = "kloop.core.ffi", util = "kloop.util", doctor = "kloop.cli.doctor",
+  core = "kloop.core.api", util = "kloop.util", doctor = "kloop.cli.doctor",
   tune = "kloop.search.tune", proposers = "kloop.search.proposers", rng = "kloop.search.rng", stats = "kloop.eval.stats",
   llm = "kloop.llm.session", prompt = "kloop.llm.prompt", store = "kloop.store.db",
 }

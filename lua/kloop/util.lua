@@ -61,15 +61,39 @@ function M.sorted_keys(t)
   return keys
 end
 
--- Hex of a 64-bit FFI hash (uint64_t cdata) or a number.
-function M.hex64(h)
-  return string.format("%016x", h):gsub("ULL$", "")
-end
-
 function M.mkdir_p(path)
   return os.execute("mkdir -p " .. M.shell_quote(path)) == 0
 end
 
 function M.escape_pattern(s) return (s:gsub("%p", "%%%0")) end
+
+-- Numbers and times as the CLI prints them; each gives "-" for a missing value.
+
+-- A time in milliseconds: 4.000 ms, 123.4 ms, 800.00 us.
+function M.fmt_ms(ms)
+  if type(ms) ~= "number" then return "-" end
+  if ms >= 100 then return string.format("%.1f ms", ms) end
+  if ms >= 1 then return string.format("%.3f ms", ms) end
+  return string.format("%.2f us", ms * 1e3)
+end
+
+-- A ratio (a speedup): 5.00x.
+function M.fmt_x(x) return type(x) == "number" and string.format("%.2fx", x) or "-" end
+
+-- A byte count in decimal units: 512 B, 1.5 kB, 2.0 MB, 1.23 GB (nan and inf as themselves).
+function M.fmt_bytes(b)
+  if type(b) ~= "number" then return "-" end
+  if b ~= b or b == math.huge then return tostring(b) end
+  if b >= 1e9 then return string.format("%.2f GB", b / 1e9) end
+  if b >= 1e6 then return string.format("%.1f MB", b / 1e6) end
+  if b >= 1e3 then return string.format("%.1f kB", b / 1e3) end
+  return string.format("%d B", b)
+end
+
+-- A stored UTC timestamp (2026-01-02T10:00:00.000Z) as 2026-01-02 10:00:00.
+function M.fmt_when(ts)
+  if not ts then return "-" end
+  return (ts:gsub("T", " "):gsub("%.%d+Z$", ""):gsub("Z$", ""))
+end
 
 return M

@@ -1,11 +1,11 @@
 A full disk never ends as success: the store refuses a write, the run stops with exit
-1 and says what the store kept (a 160 KiB tmpfs in a private mount namespace, as root;
+1 and says what the store kept (a 256 KiB tmpfs in a private mount namespace, as root;
 the test is skipped where that cannot be made).
 
   $ [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null || exit 80
   $ export KLOOP_CACHE=$PWD/cache
   $ cat > full.sh <<'SH'
-  > mkdir -p small && mount -t tmpfs -o size=160k tmpfs small || exit 9
+  > mkdir -p small && mount -t tmpfs -o size=256k tmpfs small || exit 9
   > KLOOP_DB=$PWD/small/kloop.db "$KLOOP" strategies/tune.lua "$KLOOP_SRC/examples/cpu/sgemm_blocked.c" \
   >   --budget 200 --timing-budget 0.02 --seed 5 --method random > out.txt 2> err.txt
   > echo "exit $?"

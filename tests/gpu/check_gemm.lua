@@ -1,6 +1,6 @@
 -- tests/gpu/check_gemm.lua: `kloop check kernels/gemm.cu --json` verifies and times the
 -- naive baseline on the GPU (label gpu).
-local core = require("kloop.core.ffi")
+local core = require("kloop.core.api")
 local cjson = require("cjson")
 if not core.gpu_probe(0) then print("SKIP: no GPU here") os.exit(77) end
 local p = io.popen(core.exe_path() .. " check kernels/gemm.cu --json --budget 3")

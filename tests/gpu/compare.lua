@@ -1,6 +1,6 @@
 -- tests/gpu/compare.lua: A/B comparison on the GPU: the naive gemm against the
 -- coalesced one, interleaved; the ratio must show the known gap (label gpu).
-local core = require("kloop.core.ffi")
+local core = require("kloop.core.api")
 if not core.gpu_probe(0) then print("SKIP: no GPU here") os.exit(77) end
 local util = require("kloop.util")
 local ev = assert(kloop.evaluator("tests/adversarial/gemm_small.lua", { timing = { budget = 1.0 } }))

@@ -2,7 +2,7 @@
 -- agrees with the host computation bit for bit, guard trips name the first word, the
 -- device heap is capped, and a hanging candidate on the naive gemm costs seconds, not
 -- minutes (the deadline follows from the baseline's measured time).
-local core = require("kloop.core.ffi")
+local core = require("kloop.core.api")
 if not core.gpu_probe(0) then print("SKIP: no GPU here") os.exit(77) end
 local ffi, C = core.ffi, core.C
 local util = require("kloop.util")

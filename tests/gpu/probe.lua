@@ -1,5 +1,5 @@
 -- tests/gpu/probe.lua: the driver is found at run time and the GPU is described (label gpu).
-local core = require("kloop.core.ffi")
+local core = require("kloop.core.api")
 local gpu, err = core.gpu_probe(0)
 if not gpu then
   print("SKIP: no GPU here (" .. err .. ")")

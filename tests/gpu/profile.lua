@@ -2,7 +2,7 @@
 -- tiled gemm and saxpy (memory-bound). Checks the counters against what is known
 -- independently: the event-timed median, the cost model's bytes for a streaming
 -- kernel, the access pattern of the naive kernel, and the roofline side of each.
-local core = require("kloop.core.ffi")
+local core = require("kloop.core.api")
 local cjson = require("cjson")
 if not core.gpu_probe(0) then print("SKIP: no GPU here") os.exit(77) end
 local exe = core.exe_path()

@@ -4,11 +4,10 @@
 -- mock:script{replies = {...}, default = {...}, reset = true}; mock:stats().count; mock:stop()
 -- The server exits by itself when this process ends (it watches our pid) or after
 -- max_seconds, so a failing spec never leaves it running.
-local core = require("kloop.core.ffi")
 local cjson = require("cjson")
 local util = require("kloop.util")
-local ffi = core.ffi
-local C = core.C
+local http_client = require("kloop.core.http")
+local sys = require("kloop.core.sys")
 
 local M = {}
 local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "tests/mock_llm"
@@ -16,28 +15,12 @@ local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "tests/mock_
 local Mock = {}
 Mock.__index = Mock
 
--- A blocking request over kl_http (control calls only).
+-- A blocking request over kloop.core.http (control calls only).
 local function http(method_body, url, timeout_ms)
-  local p = ffi.new("kl_http*[1]")
-  local err = ffi.new("kl_err")
-  if C.kl_http_new(p, err) ~= 0 then return nil, ffi.string(err.msg) end
-  local client = p[0]
-  local hdr = ffi.new("const char*[1]", { "Content-Type: application/json" })
-  local id = ffi.new("int64_t[1]")
-  local body = method_body or "{}"
-  if C.kl_http_post(client, url, hdr, 1, body, #body, timeout_ms or 5000, id, err) ~= 0 then
-    C.kl_http_free(client)
-    return nil, ffi.string(err.msg)
-  end
-  local res = ffi.new("kl_http_result")
-  local done = ffi.new("int[1]")
-  local t_end = C.kl_now() + (timeout_ms or 5000) / 1000 + 1
-  while done[0] == 0 and C.kl_now() < t_end do C.kl_http_poll(client, 100, res, done, err) end
-  local out, why
-  if done[0] == 1 and res.curl_code == 0 then out = ffi.string(res.body, res.body_len) else why = ffi.string(res.error) end
-  C.kl_http_result_free(res)
-  C.kl_http_free(client)
-  return out, why
+  local res, err = http_client.post_wait(url, { "Content-Type: application/json" }, method_body or "{}", timeout_ms or 5000)
+  if not res then return nil, err end
+  if res.curl_code ~= 0 then return nil, res.error end
+  return res.body
 end
 
 function M.start(opts)
@@ -48,21 +31,18 @@ function M.start(opts)
   local port_file = os.tmpname()
   os.remove(port_file)
   local cmd = string.format("python3 %s/server.py --port-file %s --parent-pid %d --max-seconds %d </dev/null >/dev/null 2>&1 &",
-    util.shell_quote(here), util.shell_quote(port_file), C.kl_getpid(), opts.max_seconds or 300)
+    util.shell_quote(here), util.shell_quote(port_file), sys.getpid(), opts.max_seconds or 300)
   -- env -i: the server never sees the test's environment (keys planted there included)
   os.execute("env -i PATH=/usr/bin:/bin " .. cmd)
-  local t_end = C.kl_now() + 10
+  local t_end = sys.now() + 10
   local port
-  local p = ffi.new("kl_http*[1]")
-  local err = ffi.new("kl_err")
-  assert(C.kl_http_new(p, err) == 0, "kl_http_new")
-  local res, done = ffi.new("kl_http_result"), ffi.new("int[1]")
-  while C.kl_now() < t_end do
+  local client = assert(http_client.new())
+  while sys.now() < t_end do
     local s = util.read_file(port_file)
     if s and tonumber(s) then port = tonumber(s) break end
-    C.kl_http_poll(p[0], 20, res, done, err) -- nothing pending: a 20 ms sleep
+    client:poll(20) -- nothing pending: a 20 ms sleep
   end
-  C.kl_http_free(p[0])
+  client:close()
   os.remove(port_file)
   if not port then return nil, "mock server did not start within 10 s" end
   local self = setmetatable({ port = port, base = "http://127.0.0.1:" .. port }, Mock)
@@ -81,7 +61,7 @@ function Mock:script(t) return self:control("/control/script", t) end
 function Mock:reset() return self:control("/control/reset", {}) end
 
 function Mock:stats()
-  -- kl_http only POSTs: the server answers stats on POST too
+  -- the client only POSTs: the server answers stats on POST too
   return self:control("/control/stats", {})
 end
 

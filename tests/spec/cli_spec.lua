@@ -23,7 +23,7 @@ describe("kloop.cli.resolve_script", function()
 
   it("searches KLOOP_PATH for bare names", function()
     -- os.getenv cannot be changed from Lua: run a child kloop with the variable set.
-    local exe = require("kloop.core.ffi").exe_path()
+    local exe = require("kloop.core.sys").exe_path()
     local cmd = string.format("cd %s && KLOOP_PATH=/nonexistent:%s/extra %s mystrat; echo rc=$?",
       tmp, tmp, exe)
     local p = io.popen(cmd)
@@ -55,7 +55,7 @@ describe("kloop.driver options", function()
   end)
 
   it("exits 2 with one clear line on a bad value", function()
-    local exe = require("kloop.core.ffi").exe_path()
+    local exe = require("kloop.core.sys").exe_path()
     local p = io.popen(exe .. " strategies/tune.lua examples/cpu/sgemm.c --budget 1.5 --no-store 2>&1; echo rc=$?")
     local out = p:read("*a")
     p:close()
@@ -70,10 +70,11 @@ describe("kloop.driver options", function()
       assert.are.equal(s, tonumber(tostring(s)))
       assert.are.equal(s, tonumber(rng.format(s)))
     end
-    local exe = require("kloop.core.ffi").exe_path()
+    local exe = require("kloop.core.sys").exe_path()
     local tmp = os.tmpname()
     local function run(seed_arg)
-      local cmd = string.format("%s strategies/tune.lua examples/cpu/sgemm_blocked.c --budget 4 --batch 2 --explore 1 --timing-budget 0.02 --db %s %s 2>&1",
+      local cmd = string.format("%s strategies/tune.lua examples/cpu/sgemm_blocked.c"
+        .. " --budget 4 --batch 2 --explore 1 --timing-budget 0.02 --db %s %s 2>&1",
         exe, tmp .. ".db", seed_arg)
       local p = io.popen(cmd)
       local out = p:read("*a")

@@ -1,7 +1,8 @@
 -- tests/spec/llm_extract_spec.lua: pulling the kernel and its launch lines out of LLM replies of many shapes.
 local ex = require("kloop.llm.extract")
 
-local K = 'extern "C" __global__ void scale(int N, const float *x, float *y) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < N) y[i] = 2.0f * x[i];\n}'
+local K = 'extern "C" __global__ void scale(int N, const float *x, float *y) {\n'
+  .. '  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < N) y[i] = 2.0f * x[i];\n}'
 local HELPER = "__device__ float twice(float v) { return 2.0f * v; }"
 
 local function get(text, entry)
@@ -65,7 +66,7 @@ describe("kernel extraction", function()
     r, why = get("")
     assert.is_nil(r)
     assert.matches("empty", why)
-    r, why = get(nil)
+    r = get(nil)
     assert.is_nil(r)
   end)
 

@@ -1,4 +1,5 @@
--- tests/spec/llm_spec.lua: the LLM client end to end against tests/mock_llm (both protocols, concurrency, faults, cache, accounting, secrets).
+-- tests/spec/llm_spec.lua: the LLM client end to end against tests/mock_llm (both protocols,
+-- concurrency, faults, cache, accounting, secrets).
 local llm = require("kloop.llm.session")
 local core = require("kloop.core.ffi")
 local cjson = require("cjson")
@@ -398,7 +399,8 @@ describe("kloop.llm limits and provider rules", function()
   end)
 
   it("takes the limits from the environment and refuses bad values", function()
-    local e = assert(llm.config({ env = { KLOOP_LLM_TIMEOUT = "42", KLOOP_LLM_MAX_REPLY = "2M" }, model = "m", llm_url = mock.openai_url }))[1]
+    local e = assert(llm.config({ env = { KLOOP_LLM_TIMEOUT = "42", KLOOP_LLM_MAX_REPLY = "2M" }, model = "m",
+      llm_url = mock.openai_url }))[1]
     assert.are.equal(42, e.timeout_s)
     assert.are.equal(2 * 1048576, e.max_reply_bytes)
     local none, err = llm.config({ env = { KLOOP_LLM_IDLE_TIMEOUT = "-1" }, model = "m", llm_url = mock.openai_url })
@@ -475,7 +477,6 @@ describe("kloop.llm and child processes", function()
   end)
 
   it("a worker spawned by kloop never sees the API keys", function()
-    local native = require("kloop.native")
     local exe = core.exe_path()
     local chunk = [[
       local llm = require("kloop.llm.session")
@@ -534,11 +535,65 @@ describe("kl_http", function()
     C.kl_http_free(c)
   end)
 
+  it("kloop.core.http wraps it: nil, msg for misuse, a plain table per result, close twice", function()
+    local http = require("kloop.core.http")
+    local c = assert(http.new())
+    local id, err = c:post("ftp://x", {}, "", 1000)
+    assert.is_nil(id)
+    assert.matches("not an http", err)
+    assert.is_false(c:cancel(12345))
+    id = assert(c:post("http://127.0.0.1:9/v1/chat/completions", { "Content-Type: application/json" }, "{}",
+      { connect_ms = 2000, total_ms = 2000 }))
+    assert.are.equal(1, c:pending())
+    local res, t_end = false, core.now() + 5
+    while res == false and core.now() < t_end do res = c:poll(100) end
+    assert.are.equal(id, res.id)
+    assert.are.equal(0, res.status)
+    assert.are.equal(7, res.curl_code)
+    assert.are.equal("", res.body)
+    assert.is_false(res.too_big)
+    assert.is_true(#res.error > 0)
+    assert.are.equal(0, c:pending())
+    c:close()
+    c:close()
+    local r = assert(http.post_wait("http://127.0.0.1:9/x", {}, "{}", 2000))
+    assert.are.equal(7, r.curl_code)
+  end)
+
   it("a server that is not there: bounded retries, then a network failure", function()
     local ep = assert(llm.config(with(FAST, { env = {}, model = "m", llm_url = "http://127.0.0.1:9/v1", max_retries = 1 })))[1]
     local h = llm.session({ no_cache = true }):complete(ep, msgs("anyone?"))
     assert.is_false(h.ok)
     assert.are.equal(2, h.attempts)
     assert.matches("connection refused", h.reason)
+  end)
+end)
+
+describe("kloop.llm records", function()
+  local H = { key = "k1", model = "m", latency_s = 0.5, status = 200, usage = { input = 10, output = 20 }, retries = 1,
+    cost = 0.25, ok = true, attempts = 2, seq = 7, prompt = { id = "optimize", version = "abcd" },
+    params = { temperature = 0.7, seed = 42 }, endpoint = { name = "openai:m@host" } }
+
+  it("call_record fills the store's llm_calls fields from a handle, and the store takes it", function()
+    local rec = llm.call_record(H, 3)
+    assert.are.same({ candidate_id = 3, request_hash = "k1", model = "m", latency_s = 0.5, http_status = 200,
+      tokens_in = 10, tokens_out = 20, retries = 1, cost = 0.25, attempt = 2 }, rec)
+    local store = require("kloop.store.db")
+    local path = os.tmpname()
+    os.remove(path)
+    local db = assert(store.open(path))
+    local run = assert(db:begin_run { task_name = "t" })
+    local r2 = llm.call_record({ key = "k2", model = "m", ok = false, reason = "HTTP 500: x", kind = "http", attempts = 1,
+      retries = 0 })
+    assert(db:add_llm_call(run, r2))
+    local rows = db:query("SELECT request_hash, error, kind FROM llm_calls")
+    db:close()
+    os.remove(path)
+    assert.are.same({ request_hash = "k2", error = "HTTP 500: x", kind = "http" }, rows[1])
+  end)
+
+  it("candidate_fields gives a candidate's provenance from its handle", function()
+    assert.are.same({ model = "m", prompt_id = "optimize", prompt_hash = "abcd", sampling = H.params, llm_seed = 42,
+      tokens_in = 10, tokens_out = 20, cost = 0.25, llm_seq = 7, endpoint = "openai:m@host" }, llm.candidate_fields(H))
   end)
 end)

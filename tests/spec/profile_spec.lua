@@ -135,8 +135,8 @@ describe("kloop.eval.profile", function()
       resources = { k1 = { registers = 128, static_smem = 0, local_bytes = 64, spill_stores = 32 } },
       launches = { { entry = "k1", grid = { 64 }, block = { 256 }, smem = 0 }, { entry = "k1", grid = { 64 }, block = { 256 }, smem = 0 } },
       time_ms = 1.0,
-      activity = { plan_kernels = 2, reps = { { event_ms = 1.2, kernel_ms = 0.5, kernels = 2 }, { event_ms = 1.2, kernel_ms = 0.6, kernels = 2 },
-        { event_ms = 1.2, kernel_ms = 0.55, kernels = 2 } } } }))
+      activity = { plan_kernels = 2, reps = { { event_ms = 1.2, kernel_ms = 0.5, kernels = 2 },
+        { event_ms = 1.2, kernel_ms = 0.6, kernels = 2 }, { event_ms = 1.2, kernel_ms = 0.55, kernels = 2 } } } }))
     local k = kinds(s)
     assert.matches("theoretical occupancy 25%%.*128 registers", k.occupancy)
     assert.matches("64 B of local memory", k.spills)
@@ -168,7 +168,8 @@ describe("kloop.eval.profile", function()
 
   it("takes the event timer's median when no evaluation time is given", function()
     local p = input({}, { activity = { plan_kernels = 1, reps = {
-      { event_ms = 3, kernel_ms = 2.9, kernels = 1 }, { event_ms = 1, kernel_ms = 0.9, kernels = 1 }, { event_ms = 2, kernel_ms = 1.9, kernels = 1 } } } })
+      { event_ms = 3, kernel_ms = 2.9, kernels = 1 }, { event_ms = 1, kernel_ms = 0.9, kernels = 1 },
+      { event_ms = 2, kernel_ms = 1.9, kernels = 1 } } } })
     p.time_ms = nil
     local s = prof.summarize(p)
     assert.are.equal(2, s.time_ms)
@@ -221,7 +222,7 @@ describe("CUPTI Profiler Host API (no GPU needed)", function()
 
   it("schedules the default metrics for an H100/H200 (GH100) in a handful of passes", function()
     if not need_cupti() then return end
-    local passes, st, msg = new("GH100", prof.metric_list())
+    local passes, _, msg = new("GH100", prof.metric_list())
     assert.is_truthy(passes, msg)
     assert.is_true(passes >= 2 and passes <= 16, "passes " .. tostring(passes))
     assert.are.equal(1, (new("GH100", { "gpu__time_duration.sum" })))
@@ -233,9 +234,9 @@ describe("CUPTI Profiler Host API (no GPU needed)", function()
     assert.is_nil(passes)
     assert.are.equal(C.KL_EINVAL, st)
     assert.matches("unknown metric 'dram__no_such_thing.sum' for chip GH100", msg)
-    passes, st, msg = new("NOTACHIP", { "dram__bytes_read.sum" })
-    assert.is_nil(passes)
-    assert.matches("cuptiProfilerHostInitialize", msg)
+    local passes2, _, msg2 = new("NOTACHIP", { "dram__bytes_read.sum" })
+    assert.is_nil(passes2)
+    assert.matches("cuptiProfilerHostInitialize", msg2)
   end)
 
   it("refuses kernel activity that was never started", function()

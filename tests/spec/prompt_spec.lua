@@ -56,7 +56,8 @@ describe("prompt templates", function()
       compile_log = "kernel.cu(3): error: identifier \"x\" is undefined",
       resources = { gemm = { registers = 40, static_smem = 8192, spill_stores = 0 } } } }
     local full = prompt.context({ task = task, gpu = GPU, parent = parent, best = parent, baseline = { time_ms = 275.8 },
-      attempts = { { label = "tile 64", result = { verdict = "ok", time_ms = 12.5 } }, { result = { verdict = "compile_error", reason = "does not compile" } } } })
+      attempts = { { label = "tile 64", result = { verdict = "ok", time_ms = 12.5 } },
+        { result = { verdict = "compile_error", reason = "does not compile" } } } })
     local bare = prompt.context({})
     for _, id in ipairs({ "optimize", "fix_compile", "fix_wrong" }) do
       local tpl = assert(prompt.load(id))
@@ -194,7 +195,8 @@ describe("prompt templates", function()
     local lines = {}
     for i = 1, 200 do lines[i] = "note line " .. i end
     lines[150] = "kernel.cu(150): error: expected a \";\""
-    local ctx = prompt.context({ parent = { source = "x", result = { verdict = "compile_error", compile_log = table.concat(lines, "\n") } } })
+    local ctx = prompt.context({ parent = { source = "x",
+      result = { verdict = "compile_error", compile_log = table.concat(lines, "\n") } } })
     assert.truthy(ctx.parent.compile_log:find("expected a", 1, true))
     assert.truthy(ctx.parent.compile_log:find("more lines", 1, true))
     assert.is_true(#ctx.parent.compile_log < 400)
@@ -375,5 +377,24 @@ describe("prompt templates", function()
         end
       end
     end
+  end)
+end)
+
+describe("prompt module loading", function()
+  it("keeps template versions as stored in databases: FNV-1a 64 hex of the bytes", function()
+    assert.are.equal("e16801510db89efd", prompt.version_of("abc"))
+    assert.are.equal("c7ca7fb86fbb39b0", prompt.version_of("=== user ===\n{{task.name}}\n"))
+  end)
+
+  it("does not swallow a module that fails to load (the task's kernel parser)", function()
+    local saved = package.loaded["kloop.eval.task"]
+    package.loaded["kloop.eval.task"] = nil
+    package.preload["kloop.eval.task"] = function() error("kloop.eval.task: planted load error", 0) end
+    local ok, err = pcall(prompt.context, { task = { name = "t", entry = "f", source = "__global__ void f(int n) {}",
+      args = {} }, gpu = false })
+    package.preload["kloop.eval.task"] = nil
+    package.loaded["kloop.eval.task"] = saved
+    assert.is_false(ok)
+    assert.matches("planted load error", tostring(err))
   end)
 end)

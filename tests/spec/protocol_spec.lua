@@ -26,8 +26,10 @@ local function spec_for(sizes)
   return {
     args = {
       { name = "M", dtype = "i32" }, { name = "N", dtype = "i32" }, { name = "K", dtype = "i32" },
-      { name = "A", dtype = "f32", pointer = true, role = "input", dists = { { kind = "uniform", a = -1, b = 1 }, { kind = "normal", a = 0, b = 0.5 } } },
-      { name = "B", dtype = "f32", pointer = true, role = "input", dists = { { kind = "normal", a = 0, b = 1 }, { kind = "uniform", a = -2, b = 2 } } },
+      { name = "A", dtype = "f32", pointer = true, role = "input",
+        dists = { { kind = "uniform", a = -1, b = 1 }, { kind = "normal", a = 0, b = 0.5 } } },
+      { name = "B", dtype = "f32", pointer = true, role = "input",
+        dists = { { kind = "normal", a = 0, b = 1 }, { kind = "uniform", a = -2, b = 2 } } },
       { name = "C", dtype = "f32", pointer = true, role = "output" },
     },
     cases = cases, nsets = 2, tolerance = { rel = 1e-5, deterministic = "exact" },
@@ -176,7 +178,9 @@ describe("kloop.protocol on the sim backend", function()
     local p = {}
     for _, c in ipairs(SPEC.cases) do
       p[c.label] = {}
-      for k = 1, nkernels or 1 do p[c.label][k] = { entry = "gemm" .. (k > 1 and k or ""), grid = { 1, 1, 1 }, block = { 1, 1, 1 }, smem = 0 } end
+      for k = 1, nkernels or 1 do
+        p[c.label][k] = { entry = "gemm" .. (k > 1 and k or ""), grid = { 1, 1, 1 }, block = { 1, 1, 1 }, smem = 0 }
+      end
     end
     local req = { cubin = module(body), plans = p, metrics = { "gpu__time_duration.sum", "sim__count.sum" }, reps = 3 }
     for k, v in pairs(extra or {}) do req[k] = v end
@@ -452,7 +456,9 @@ describe("kloop.protocol: inout buffers with a separate reference", function()
       reference = { entry = "ref", precision = "f64" },
     }
   end
-  local sheader = 'local ffi = require("ffi")\nlocal function a(p, t) return ffi.cast("int32_t*", p[0])[0], ffi.cast("float*", ffi.cast("uint64_t*", p[1])[0]), ffi.cast(t or "float*", ffi.cast("uint64_t*", p[2])[0]) end\nreturn {\n'
+  local sheader = 'local ffi = require("ffi")\n'
+    .. 'local function a(p, t) return ffi.cast("int32_t*", p[0])[0], ffi.cast("float*", ffi.cast("uint64_t*", p[1])[0]),'
+    .. ' ffi.cast(t or "float*", ffi.cast("uint64_t*", p[2])[0]) end\nreturn {\n'
   local function smodule(body) return module(body, sheader) end
   local INTERIOR = "for i = 1, N - 2 do Y[i] = (X[i - 1] + X[i] + X[i + 1]) / 3 end"
   local SREF = smodule("ref = function(p) local N, X, Y = a(p, 'double*') " .. INTERIOR .. " end")

@@ -1,11 +1,8 @@
 -- tests/spec/store_open_spec.lua: opening the store read-only never writes it; empty and
 -- foreign files are refused untouched; JSON output of the read commands is valid UTF-8.
 local store = require("kloop.store.db")
-local store_cmd = require("kloop.cli.store_cmd")
-local core = require("kloop.core.ffi")
+local store_common = require("kloop.cli.store_common")
 local util = require("kloop.util")
-local ffi = core.ffi
-local C = core.C
 
 package.path = "tests/spec/support/?.lua;" .. package.path
 local fixture = require("store_fixture")
@@ -96,9 +93,9 @@ describe("kloop.store.open read-only", function()
   end)
 end)
 
-describe("kloop.store_cmd JSON", function()
+describe("kloop.cli.store_common JSON", function()
   it("turns each byte of an invalid UTF-8 sequence into U+00XX and keeps valid text", function()
-    local s = store_cmd.utf8_safe_string
+    local s = store_common.utf8_safe_string
     assert.are.equal("abc", s("abc"))
     assert.are.equal("caf\195\169", s("caf\233"))                      -- Latin-1 é: one byte
     assert.are.equal("\195\191\195\190", s("\255\254"))
@@ -111,7 +108,7 @@ describe("kloop.store_cmd JSON", function()
   end)
 
   it("makes keys and nested strings safe and keeps array marks", function()
-    local v = store_cmd.utf8_safe({ ["k\255"] = { "a\254" }, list = store.array({}) })
+    local v = store_common.utf8_safe({ ["k\255"] = { "a\254" }, list = store.array({}) })
     assert.are.equal("a\195\190", v["k\195\191"][1])
     assert.are.equal("[]", store.encode(v.list))
   end)

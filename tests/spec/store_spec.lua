@@ -1,10 +1,9 @@
 -- tests/spec/store_spec.lua: the run store: provenance round trips, lineage, best, migrations, secrets.
 local store = require("kloop.store.db")
-local store_cmd = require("kloop.cli.store_cmd")
+local store_common = require("kloop.cli.store_common")
+local textdiff = require("kloop.textdiff")
 local core = require("kloop.core.ffi")
 local util = require("kloop.util")
-local ffi = core.ffi
-local C = core.C
 
 package.path = "tests/spec/support/?.lua;" .. package.path
 local fixture = require("store_fixture")
@@ -102,6 +101,39 @@ describe("kloop.store.db", function()
     db:close()
   end)
 
+  it("writes and updates LLM calls from the one field list (schema.LLM_CALL_FIELDS)", function()
+    local schema = require("kloop.store.schema")
+    assert.are.equal(schema.LLM_CALL_FIELDS, store.LLM_CALL_FIELDS)
+    local db = assert(store.open(fresh_path()))
+    local run = assert(db:begin_run { task_name = "t" })
+    -- every column a caller may set exists, and every field name is accepted
+    local cols = {}
+    for _, c in ipairs(db:query("PRAGMA table_info(llm_calls)")) do cols[c.name] = true end
+    local all = {}
+    for _, f in ipairs(schema.LLM_CALL_FIELDS) do
+      assert.is_true(cols[f.column or f[1]], f[1])
+      all[f[1]] = (f.column or f[1]):match("_s$") and 1.5 or 1
+    end
+    all.candidate_id, all.created_at, all.error = nil, "2026-01-01T00:00:00.000Z", "e"
+    assert(db:add_llm_call(run, all))
+    -- aliases: cost -> cost_usd, latency -> latency_s, status -> http_status; the column name wins
+    local id = assert(db:add_llm_call(run, { model = "m", cost = 0.5, latency = 2.5, status = 429, error = "sk-abcdefghijkl" }))
+    local row = db:query("SELECT * FROM llm_calls WHERE id = ?", id)[1]
+    assert.are.same({ 0.5, 2.5, 429, "[scrubbed]" }, { row.cost_usd, row.latency_s, row.http_status, row.error })
+    assert(db:update_llm_call(id, { cost = 1, cost_usd = 2, status = 200, outcome = "ok", error = "Bearer xyz" }))
+    row = db:query("SELECT * FROM llm_calls WHERE id = ?", id)[1]
+    assert.are.same({ 2, 200, "ok", "Bearer [scrubbed]", "m" }, { row.cost_usd, row.http_status, row.outcome, row.error, row.model })
+    -- fields that are not updated (model, request_hash, attempt, created_at) are left as they were
+    assert(db:update_llm_call(id, { model = "other", attempt = 9 }))
+    row = db:query("SELECT * FROM llm_calls WHERE id = ?", id)[1]
+    assert.are.same({ "m", nil }, { row.model, row.attempt })
+    assert.has_error(function() db:update_llm_call(id, { prompt_id = "x" }) end)
+    local ok, err = db:update_llm_call(999, { outcome = "ok" })
+    assert.is_nil(ok)
+    assert.matches("no llm call 999", err)
+    db:close()
+  end)
+
   it("attaches a profile to a recorded evaluation, and reads it back", function()
     local db = assert(store.open(fresh_path()))
     local run = assert(db:begin_run(RUN))
@@ -126,7 +158,7 @@ describe("kloop.store.db", function()
     local db = assert(store.open(fresh_path()))
     local r = assert(db:run(assert(db:begin_run { task_name = "t" })))
     assert.are.equal(core.version(), r.kloop_version)
-    assert.are.equal(C.kl_getpid(), r.pid)
+    assert.are.equal(require("kloop.core.sys").getpid(), r.pid)
     assert.is_string(r.hostname)
     assert.matches("^%d%d%d%d%-%d%d%-%d%dT", r.started_at)
     assert.are.equal("running", r.status)
@@ -321,7 +353,7 @@ os.exit(0)
 end)
 
 describe("kloop.store schema versions", function()
-  local fixture = util.read_file("tests/store/schema_v1.sql")
+  local v1_sql = util.read_file("tests/store/schema_v1.sql")
 
   local function schema(path)
     local db = assert(store.open(path))
@@ -332,9 +364,9 @@ describe("kloop.store schema versions", function()
   end
 
   it("opens a version 1 database, keeps its rows and ends at the schema of a fresh one", function()
-    assert.is_string(fixture)
+    assert.is_string(v1_sql)
     local old = fresh_path()
-    raw_exec(old, fixture)
+    raw_exec(old, v1_sql)
     local db = assert(store.open(old))
     local r = assert(db:run(1))
     assert.are.equal("old-box", r.hostname)
@@ -353,7 +385,7 @@ describe("kloop.store schema versions", function()
 
   it("applies appended migrations in order, each in its own transaction", function()
     local old = fresh_path()
-    raw_exec(old, fixture)
+    raw_exec(old, v1_sql)
     local n = store.schema_version()
     local function released(...)
       local out = {}
@@ -374,7 +406,7 @@ describe("kloop.store schema versions", function()
     db:close()
     -- a failing step leaves the database at the last good version
     local bad = fresh_path()
-    raw_exec(bad, fixture)
+    raw_exec(bad, v1_sql)
     local ok, err = store.open(bad, { migrations = released("ALTER TABLE candidates ADD COLUMN a TEXT;",
       "ALTER TABLE nonesuch ADD COLUMN b TEXT;") })
     assert.is_nil(ok)
@@ -417,15 +449,15 @@ describe("kloop.store schema versions", function()
   end)
 end)
 
-describe("kloop.cli.store_cmd", function()
+describe("kloop.cli.store_common and kloop.textdiff", function()
   it("parses ids", function()
-    assert.are.same({ "run", 3 }, { store_cmd.parse_ref("3", "run") })
-    assert.are.same({ "candidate", 3 }, { store_cmd.parse_ref("3", "candidate") })
-    assert.are.same({ "candidate", 12 }, { store_cmd.parse_ref("c:12", "run") })
-    assert.are.same({ "run", 12 }, { store_cmd.parse_ref("r:12", "candidate") })
-    assert.is_nil((store_cmd.parse_ref("x:1", "run")))
-    assert.is_nil((store_cmd.parse_ref("c:", "run")))
-    assert.is_nil((store_cmd.parse_ref("1.5", "run")))
+    assert.are.same({ "run", 3 }, { store_common.parse_ref("3", "run") })
+    assert.are.same({ "candidate", 3 }, { store_common.parse_ref("3", "candidate") })
+    assert.are.same({ "candidate", 12 }, { store_common.parse_ref("c:12", "run") })
+    assert.are.same({ "run", 12 }, { store_common.parse_ref("r:12", "candidate") })
+    assert.is_nil((store_common.parse_ref("x:1", "run")))
+    assert.is_nil((store_common.parse_ref("c:", "run")))
+    assert.is_nil((store_common.parse_ref("1.5", "run")))
   end)
 
   -- Reference LCS length by dynamic programming, to check the diff is minimal.
@@ -448,7 +480,7 @@ describe("kloop.cli.store_cmd", function()
       local a, b = {}, {}
       for i = 1, math.random(0, 12) do a[i] = string.char(96 + math.random(1, 4)) end
       for i = 1, math.random(0, 12) do b[i] = string.char(96 + math.random(1, 4)) end
-      local ops = store_cmd.diff_lines(a, b)
+      local ops = textdiff.diff_lines(a, b)
       local ra, rb, changes = {}, {}, 0
       for _, op in ipairs(ops) do
         if op[1] ~= "+" then ra[#ra + 1] = op[2] end
@@ -464,12 +496,12 @@ describe("kloop.cli.store_cmd", function()
   it("writes unified hunks like diff -u", function()
     local a = "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n"
     local b = "1\n2\n3\nfour\n5\n6\n7\n8\n9\n10\n11\n12\n13\n"
-    local body, removed, added = store_cmd.unified(a, b, 3)
+    local body, removed, added = textdiff.unified(a, b, 3)
     assert.are.equal(1, removed)
     assert.are.equal(2, added)
     assert.are.equal("@@ -1,7 +1,7 @@\n 1\n 2\n 3\n-4\n+four\n 5\n 6\n 7\n@@ -10,3 +10,4 @@\n 10\n 11\n 12\n+13\n", body)
-    assert.are.equal("", (store_cmd.unified(a, a)))
-    assert.are.equal("@@ -0,0 +1 @@\n+x\n", (store_cmd.unified("", "x\n")))
+    assert.are.equal("", (textdiff.unified(a, a)))
+    assert.are.equal("@@ -0,0 +1 @@\n+x\n", (textdiff.unified("", "x\n")))
   end)
 end)
 
@@ -519,5 +551,19 @@ mock:stop()
     assert.matches("again anthropic true", out, 1, true)
     assert.matches("header true true", out, 1, true)
     assert.matches("store scrubs x [scrubbed] y", out, 1, true)
+  end)
+end)
+
+describe("kloop.store proposers", function()
+  it("takes the four built-in proposers and agent:NAME, and refuses the rest", function()
+    local db = assert(store.open(fresh_path()))
+    local run = assert(db:begin_run(RUN))
+    for _, p in ipairs({ "tune", "llm", "baseline", "user", "agent:claude-code", "agent:codex_1.2" }) do
+      assert.is_number(db:add_candidate(run, { source = "k " .. p, proposer = p }))
+    end
+    for _, p in ipairs({ "agent:", "agent:a b", "agent:" .. string.rep("x", 65), "Agent:x", "llm2", "agent:x;DROP" }) do
+      assert.has_error(function() db:add_candidate(run, { source = "k", proposer = p }) end)
+    end
+    db:close()
   end)
 end)

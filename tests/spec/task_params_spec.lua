@@ -220,7 +220,6 @@ describe("kloop.cli.import_kt", function()
 end)
 
 describe("the point a source is compiled at", function()
-  local taskmod = require("kloop.eval.task")
   it("fills a parameter the source does not #define with its first value, keeps the source's own", function()
     local task = { params = { block_size_x = { 128, 256 }, BM = { 32, 64 } } }
     local src = "#ifndef BM\n#define BM 64\n#endif\n__global__ void k() { int b = block_size_x; }\n"

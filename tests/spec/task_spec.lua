@@ -238,9 +238,9 @@ extern "C" __global__ void scale_ref(int N, const float *x, double *y) {
 
     local function stops(sidecar, what)
       local cu, lua = write_task(sidecar)
-      local t0 = require("kloop.core.ffi").C.kl_now()
+      local t0 = require("kloop.core.sys").now()
       local t, err = taskmod.load(cu)
-      local dt = require("kloop.core.ffi").C.kl_now() - t0
+      local dt = require("kloop.core.sys").now() - t0
       assert.is_nil(t)
       assert.is_true(dt < 5, "took " .. dt .. " s")
       assert.matches(lua, err, 1, true)
@@ -273,17 +273,41 @@ extern "C" __global__ void scale_ref(int N, const float *x, double *y) {
     end)
   end)
 
+  it("raises Ctrl-C in a guarded sidecar function as the interruption sentinel", function()
+    local sys = require("kloop.core.sys")
+    local native = require("kloop.native")
+    -- an endless function that sends SIGINT to kloop first (through popen: system()
+    -- would ignore the signal while it waits)
+    local function endless()
+      local p = io.popen("kill -INT " .. sys.getpid())
+      p:read("*a")
+      p:close()
+      while true do end
+    end
+    local ok, e = pcall(taskmod.guard("k.lua", "launch", endless))
+    local was = sys.interrupted()
+    native.sigint_reset()
+    assert.is_true(was)
+    assert.is_false(ok)
+    assert.is_true(sys.is_interrupt(e), "got " .. tostring(e))
+    -- the guarded call itself also says where it stopped the code
+    local okp, e2, where = taskmod.guarded_pcall("the cost function of k.lua", endless)
+    native.sigint_reset()
+    assert.is_false(okp)
+    assert.is_true(sys.is_interrupt(e2))
+    assert.matches("^interrupted %(Ctrl%-C%) in the cost function of k%.lua", where)
+  end)
+
   it("stops an endless sidecar at Ctrl-C, naming the file and the function", function()
     local util = require("kloop.util")
-    local core = require("kloop.core.ffi")
     local cu, lua = write_task("local n = 0\nwhile true do n = n + 1 end\n" .. GOOD)
     local cmd = string.format("timeout --preserve-status -s INT -k 5 1 %s check %s 2>&1; echo rc=$?",
-      util.shell_quote(core.exe_path()), util.shell_quote(cu))
-    local t0 = core.C.kl_now()
+      util.shell_quote(require("kloop.core.sys").exe_path()), util.shell_quote(cu))
+    local t0 = require("kloop.core.sys").now()
     local p = io.popen(cmd)
     local out = p:read("*a")
     p:close()
-    assert.is_true(core.C.kl_now() - t0 < 5, out)
+    assert.is_true(require("kloop.core.sys").now() - t0 < 5, out)
     assert.matches("interrupted (Ctrl-C) in the sidecar's top level at " .. lua .. ":2", out, 1, true)
     assert.matches("rc=1", out, 1, true)
   end)

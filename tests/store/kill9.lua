@@ -2,10 +2,10 @@
 -- checks that nothing it acknowledged is lost and that the run resumes to its budget.
 -- usage: kloop tests/store/kill9.lua   (KLOOP_KILL9_SEED=N replays a sequence of delays)
 local store = require("kloop.store.db")
-local core = require("kloop.core.ffi")
+local sys = require("kloop.core.sys")
 local util = require("kloop.util")
 
-local exe = assert(core.exe_path(), "cannot find the kloop binary")
+local exe = assert(sys.exe_path(), "cannot find the kloop binary")
 local here = util.dirname(debug.getinfo(1, "S").source:sub(2))
 local writer = here .. "/writer.lua"
 local q = util.shell_quote
@@ -23,7 +23,7 @@ local function fail(fmt, ...)
   print("FAIL: " .. string.format(fmt, ...))
 end
 
-local function now() return core.now() end
+local function now() return sys.now() end
 
 -- Runs the writer; with a delay, SIGKILLs it after that many seconds. Returns stdout, stderr.
 local function run_writer(run_id, budget, delay, tag)

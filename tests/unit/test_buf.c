@@ -9,7 +9,6 @@
 
 #include "kl_check.h"
 
-
 static uint16_t to_half(double d) {
   uint16_t h = 0;
   kl_buf_convert(&d, KL_F64, &h, KL_F16, 1);
@@ -40,6 +39,7 @@ static void test_sizes(void) {
 }
 
 static void test_half(void) {
+  /* clang-format off */
   static const struct { double v; uint16_t h; } cases[] = {
     {1.0, 0x3C00}, {-2.0, 0xC000}, {65504.0, 0x7BFF}, {0.0, 0x0000}, {-0.0, 0x8000},
     {0.5, 0x3800}, {65519.0, 0x7BFF},       /* just below the round-up point */
@@ -55,6 +55,7 @@ static void test_half(void) {
     {0x1p-14 - 0x1p-25, 0x0400},            /* subnormal rounding up into the normals */
     {0.1, 0x2E66}, {3.14159265358979, 0x4248},
   };
+  /* clang-format on */
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     uint16_t h = to_half(cases[i].v);
     CHECK(h == cases[i].h, "half(%.17g) = 0x%04X, want 0x%04X", cases[i].v, h, cases[i].h);
@@ -74,6 +75,7 @@ static void test_half(void) {
   CHECK(from_half(0x0001) == 0x1p-24, "from_half(0x0001)");
   CHECK(isnan(from_half(0x7E5A)), "from_half(0x7E5A) not NaN");
 
+  /* clang-format off */
   static const struct { double v; uint16_t h; } bcases[] = {
     {1.0, 0x3F80}, {-2.0, 0xC000}, {3.14159265358979, 0x4049},
     {1.0 + 0x1p-8, 0x3F80},      /* tie, even stays */
@@ -81,6 +83,7 @@ static void test_half(void) {
     {3.4e38, 0x7F80},            /* above bf16 max (0x7F7F = 3.3895e38) after rounding */
     {0x1p-133, 0x0001},          /* smallest bf16 subnormal */
   };
+  /* clang-format on */
   for (size_t i = 0; i < sizeof bcases / sizeof bcases[0]; i++) {
     uint16_t h = to_bf16(bcases[i].v);
     CHECK(h == bcases[i].h, "bf16(%.17g) = 0x%04X, want 0x%04X", bcases[i].v, h, bcases[i].h);
@@ -92,7 +95,11 @@ static void test_half(void) {
   CHECK(to_half(tricky) == 0x3C01, "no-double-rounding up case: 0x%04X", to_half(tricky));
 }
 
-static int is_nan32(uint32_t w) { float f; memcpy(&f, &w, 4); return isnan(f); }
+static int is_nan32(uint32_t w) {
+  float f;
+  memcpy(&f, &w, 4);
+  return isnan(f);
+}
 
 static void test_poison(void) {
   uint32_t w32 = kl_poison_word(KL_F32);
@@ -148,7 +155,8 @@ static void test_fill(void) {
 
   double sum = 0, sum2 = 0, mn = 1e9, mx = -1e9;
   for (size_t i = 0; i < n; i++) {
-    sum += a[i]; sum2 += (double)a[i] * a[i];
+    sum += a[i];
+    sum2 += (double)a[i] * a[i];
     if (a[i] < mn) mn = a[i];
     if (a[i] > mx) mx = a[i];
   }
@@ -162,10 +170,12 @@ static void test_fill(void) {
   sum = sum2 = 0;
   size_t beyond3 = 0;
   for (size_t i = 0; i < n; i++) {
-    sum += g[i]; sum2 += g[i] * g[i];
+    sum += g[i];
+    sum2 += g[i] * g[i];
     beyond3 += fabs(g[i] - 3) > 6;
   }
-  mean = sum / n; sd = sqrt(sum2 / n - mean * mean);
+  mean = sum / n;
+  sd = sqrt(sum2 / n - mean * mean);
   /* Box-Muller pairs must be independent: adjacent elements uncorrelated. */
   double cov = 0;
   for (size_t i = 0; i + 1 < n; i += 2) cov += (g[i] - mean) * (g[i + 1] - mean);
@@ -214,7 +224,10 @@ static void test_fill(void) {
   CHECK(kl_buf_fill(a, (kl_dtype)99, 4, KL_DIST_UNIFORM, 0, 1, 1) == KL_EINVAL, "bad dtype");
   CHECK(kl_buf_fill(a, KL_F32, 4, (kl_dist)99, 0, 1, 1) == KL_EINVAL, "bad dist");
   CHECK(kl_buf_fill(iv, KL_I32, 4, KL_DIST_INT, 3, 2, 1) == KL_EINVAL, "empty int range");
-  free(a); free(b); free(g); free(iv);
+  free(a);
+  free(b);
+  free(g);
+  free(iv);
 }
 
 static void test_hash(void) {
@@ -257,7 +270,7 @@ static void test_compare(void) {
   CHECK(c.ref_max_abs == 8, "ref_max_abs %g", c.ref_max_abs);
 
   /* Tolerance boundary: |err| == atol + rtol*|ref| passes, just above fails. */
-  out[3] = 4.5f;  /* err 0.5 == 0.25 + 0.0625*4, all exact in binary */
+  out[3] = 4.5f; /* err 0.5 == 0.25 + 0.0625*4, all exact in binary */
   kl_buf_compare(out, KL_F32, ref, KL_F32, 8, 0.25, 0.0625, 0, 0, &c);
   CHECK(c.n_bad == 0, "atol+rtol boundary: bad %zu", c.n_bad);
   kl_buf_compare(out, KL_F32, ref, KL_F32, 8, 0.25, 0.0624, 0, 0, &c);
@@ -342,7 +355,8 @@ static void test_compare(void) {
 
   /* Empty and invalid. */
   CHECK(kl_buf_compare(out, KL_F32, ref, KL_F32, 0, 0, 0, 0, 0, &c) == KL_OK && c.n == 0 &&
-        c.worst_index == -1, "empty compare");
+          c.worst_index == -1,
+        "empty compare");
   CHECK(kl_buf_compare(out, (kl_dtype)77, ref, KL_F32, 8, 0, 0, 0, 0, &c) == KL_EINVAL, "bad dtype");
   CHECK(kl_buf_compare(out, KL_F32, ref, KL_F32, 8, 0, 0, 0, 0, NULL) == KL_EINVAL, "NULL res");
 }
@@ -354,7 +368,8 @@ static void test_first_diff(void) {
   memcpy(b, a, n * 4);
   CHECK(kl_buf_first_diff(a, b, KL_I32, n) == -1, "identical");
   b[77777] ^= 0x100;
-  CHECK(kl_buf_first_diff(a, b, KL_I32, n) == 77777, "diff at %lld", (long long)kl_buf_first_diff(a, b, KL_I32, n));
+  CHECK(kl_buf_first_diff(a, b, KL_I32, n) == 77777, "diff at %lld",
+        (long long)kl_buf_first_diff(a, b, KL_I32, n));
   b[5000] ^= INT32_MIN; /* top bit */
   CHECK(kl_buf_first_diff(a, b, KL_I32, n) == 5000, "earlier diff");
   CHECK(kl_buf_first_diff(a, b, KL_I32, 5000) == -1, "diff beyond n ignored");
@@ -365,7 +380,8 @@ static void test_first_diff(void) {
   /* -0.0 and 0.0 are equal as numbers but differ in bits. */
   float z[2] = {0.0f, 1.0f}, nz[2] = {-0.0f, 1.0f};
   CHECK(kl_buf_first_diff(z, nz, KL_F32, 2) == 0, "signed zero");
-  free(a); free(b);
+  free(a);
+  free(b);
 }
 
 static void test_convert(void) {
@@ -373,7 +389,8 @@ static void test_convert(void) {
   int32_t i32[6];
   CHECK(kl_buf_convert(f, KL_F32, i32, KL_I32, 6) == KL_OK, "convert ok");
   CHECK(i32[0] == 1 && i32[1] == -2 && i32[2] == INT32_MAX && i32[3] == INT32_MIN && i32[4] == 0 &&
-        i32[5] == 255, "f32->i32: %d %d %d %d %d %d", i32[0], i32[1], i32[2], i32[3], i32[4], i32[5]);
+          i32[5] == 255,
+        "f32->i32: %d %d %d %d %d %d", i32[0], i32[1], i32[2], i32[3], i32[4], i32[5]);
   uint8_t u8[6];
   kl_buf_convert(f, KL_F32, u8, KL_U8, 6);
   CHECK(u8[0] == 1 && u8[1] == 0 && u8[2] == 255 && u8[5] == 255, "f32->u8");
@@ -407,7 +424,9 @@ static void test_convert(void) {
   kl_buf_convert(x, KL_F32, xd, KL_F64, n);
   kl_buf_convert(xd, KL_F64, y, KL_F32, n);
   CHECK(kl_buf_first_diff(x, y, KL_F32, n) == -1, "f32->f64->f32 not exact");
-  free(x); free(y); free(xd);
+  free(x);
+  free(y);
+  free(xd);
 }
 
 int main(void) {

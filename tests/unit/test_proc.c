@@ -355,8 +355,8 @@ static void test_orphaned_reply_channel(void) {
   kl_err e = {0};
   double t0 = now_s();
   int rc = kl_proc_recv(&p, 5000, &d, &n, &e);
-  CHECK(rc == KL_ECLOSED && strstr(e.msg, "status 5") && now_s() - t0 < 3.0, "rc=%d after %.2f s: %s",
-        rc, now_s() - t0, e.msg);
+  CHECK(rc == KL_ECLOSED && strstr(e.msg, "status 5") && now_s() - t0 < 3.0, "rc=%d after %.2f s: %s", rc,
+        now_s() - t0, e.msg);
   kl_proc_kill(&p); /* takes the grandchild with the group */
 }
 
@@ -493,8 +493,8 @@ static void test_protocol_errors(void) {
   if (spawn_mode(&p, "child-slow-reply", NULL) == KL_OK) {
     double t0 = now_s();
     int rc = kl_proc_recv(&p, 300, &d, &n, &e);
-    CHECK(rc == KL_ETIMEOUT && d == NULL && p.from_fd < 0 && now_s() - t0 < 0.8,
-          "half frame: rc=%d %s", rc, e.msg);
+    CHECK(rc == KL_ETIMEOUT && d == NULL && p.from_fd < 0 && now_s() - t0 < 0.8, "half frame: rc=%d %s", rc,
+          e.msg);
     kl_proc_kill(&p);
   }
 }
@@ -513,12 +513,19 @@ int main(int argc, char **argv) {
     const char *name;
     void (*fn)(void);
   } tests[] = {
-      {"chan_inprocess", test_chan_inprocess}, {"echo", test_echo},
-      {"flood", test_flood},                   {"timeout_and_kill", test_timeout_and_kill},
-      {"group_kill", test_group_kill},         {"orphaned_reply_channel", test_orphaned_reply_channel},         {"segv", test_segv},
-      {"exit3", test_exit3},                   {"env", test_env},
-      {"fds", test_fds},                       {"dead_worker_send", test_dead_worker_send},
-      {"exec_failure", test_exec_failure},     {"protocol_errors", test_protocol_errors},
+    {"chan_inprocess", test_chan_inprocess},
+    {"echo", test_echo},
+    {"flood", test_flood},
+    {"timeout_and_kill", test_timeout_and_kill},
+    {"group_kill", test_group_kill},
+    {"orphaned_reply_channel", test_orphaned_reply_channel},
+    {"segv", test_segv},
+    {"exit3", test_exit3},
+    {"env", test_env},
+    {"fds", test_fds},
+    {"dead_worker_send", test_dead_worker_send},
+    {"exec_failure", test_exec_failure},
+    {"protocol_errors", test_protocol_errors},
   };
   for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
     int before = failures;

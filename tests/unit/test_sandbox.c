@@ -1,4 +1,4 @@
-/* test_sandbox.c: unit tests for the host worker's sandbox (kl_sandbox_enter) and the session a spawned worker gets. */
+/* test_sandbox.c: unit tests for the host worker's sandbox (kl_sandbox_enter) and a worker's session. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -152,7 +152,8 @@ static int c_fork(void) {
 }
 static int c_clone_newuser_thread(void) {
   /* the kernel rejects this combination (EINVAL); the filter must stop it first */
-  return (int)syscall(SYS_clone, CLONE_THREAD | CLONE_SIGHAND | CLONE_VM | CLONE_NEWUSER, NULL, NULL, NULL, 0);
+  unsigned long flags = CLONE_THREAD | CLONE_SIGHAND | CLONE_VM | CLONE_NEWUSER;
+  return (int)syscall(SYS_clone, flags, NULL, NULL, NULL, 0);
 }
 static int c_unshare(void) { return unshare(CLONE_NEWNS); }
 static int c_setrlimit(void) {
@@ -228,7 +229,8 @@ static int c_ll_libs(void) {
   char dir[4096];
   snprintf(dir, sizeof dir, "%s", libm_path);
   *strrchr(dir, '/') = 0;
-  return readable(libm_path) && readable("/etc/ld.so.cache") && open(dir, O_RDONLY | O_DIRECTORY) >= 0 ? 0 : 1;
+  int ok = readable(libm_path) && readable("/etc/ld.so.cache") && open(dir, O_RDONLY | O_DIRECTORY) >= 0;
+  return ok ? 0 : 1;
 }
 static const char *fresh_lib; /* a library this process has not loaded, found before the tests */
 static int c_ll_load_fresh(void) {
@@ -319,13 +321,14 @@ static void run_case(const sb_case *c, int load_first) {
     _exit(c->run() & 0x7f);
   }
   int st = 0;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
   char how[64];
   if (WIFSIGNALED(st)) snprintf(how, sizeof how, "killed by signal %d", WTERMSIG(st));
   else snprintf(how, sizeof how, "exited with %d", WEXITSTATUS(st));
-  if (c->expect == DIES) CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS, "%s: %s, want SIGSYS", c->name, how);
-  else if (c->expect == ABORTS) CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "%s: %s, want SIGABRT", c->name, how);
+  if (c->expect == DIES)
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS, "%s: %s, want SIGSYS", c->name, how);
+  else if (c->expect == ABORTS)
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "%s: %s, want SIGABRT", c->name, how);
   else CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: %s, want exit 0", c->name, how);
 }
 
@@ -341,8 +344,7 @@ static int child_session(void) {
     snprintf(msg, sizeof msg, "/dev/tty opens (or errno %d): a controlling terminal", errno);
   else if (fstat(0, &st) != 0 || stat("/dev/null", &nul) != 0 || st.st_rdev != nul.st_rdev)
     snprintf(msg, sizeof msg, "stdin is not /dev/null");
-  else if (isatty(0) || isatty(1) || isatty(2))
-    snprintf(msg, sizeof msg, "a terminal on fds 0-2");
+  else if (isatty(0) || isatty(1) || isatty(2)) snprintf(msg, sizeof msg, "a terminal on fds 0-2");
   for (int fd = 5; fd < 256 && !strcmp(msg, "ok"); fd++)
     if (fcntl(fd, F_GETFD) >= 0) snprintf(msg, sizeof msg, "fd %d survived the exec", fd);
   kl_err e;
@@ -408,7 +410,8 @@ static void test_group_kill(void) {
   CHECK(ok, "grandchild pid: %s", line);
   pid_t g = ok ? (pid_t)atoi(line) : 0;
   kl_proc_kill(&p);
-  CHECK(WIFSIGNALED(p.exit_status) && WTERMSIG(p.exit_status) == SIGKILL, "worker status 0x%x", p.exit_status);
+  CHECK(WIFSIGNALED(p.exit_status) && WTERMSIG(p.exit_status) == SIGKILL, "worker status 0x%x",
+        p.exit_status);
   int gone = 0;
   for (int i = 0; i < 200 && g > 0 && !gone; i++) {
     /* the grandchild was reparented to us (subreaper) or to init: gone or a zombie */
@@ -456,7 +459,8 @@ static void test_pdeathsig(void) {
     if (waitpid(pid, &st, WNOHANG) == pid) reaped = 1;
     else usleep(10000);
   }
-  CHECK(reaped && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "orphaned worker: reaped %d status 0x%x", reaped, st);
+  CHECK(reaped && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "orphaned worker: reaped %d status 0x%x",
+        reaped, st);
   if (!reaped) kill(-pid, SIGKILL);
 }
 

@@ -66,11 +66,10 @@ local function print_plans(lp)
 end
 
 function M.main(argv)
-  local opts, pos = args.parse(argv, { ["--candidate"] = "value", ["--arch"] = "value", ["--json"] = "flag",
-    ["--params"] = "value", ["--no-cache"] = "flag", ["-h"] = "flag", ["--help"] = "flag" })
-  if not opts then util.eprintf("kloop compile: %s\n%s", pos, M.usage) return 2 end
-  if opts.h or opts.help then io.stdout:write(M.usage) return 0 end
-  if #pos ~= 1 then util.eprintf("kloop compile: give one TARGET\n%s", M.usage) return 2 end
+  local opts, pos = args.command("compile", argv, { ["--candidate"] = "value", ["--arch"] = "value", ["--json"] = "flag",
+    ["--params"] = "value", ["--no-cache"] = "flag" }, M.usage)
+  if not opts then return pos end
+  if #pos ~= 1 then return args.usage_error("compile", "give one TARGET", M.usage) end
   local task, err = taskmod.load(pos[1])
   if not task then util.eprintf("kloop compile: %s\n", err) return 1 end
   local src, name = task.source, util.basename(task.kernel)

@@ -1,8 +1,13 @@
 -- kloop.cli.doctor: one line per component, ok or missing with the fix.
+-- Each check asks the module that does the work (kloop.core.gpu, kloop.core.nvrtc with
+-- kloop.eval.compile, kloop.core.prof, kloop.eval.compile_host), so what doctor says is
+-- what a run would find.
 local core = require("kloop.core.ffi")
+local gpumod = require("kloop.core.gpu")
+local nvrtc = require("kloop.core.nvrtc")
+local prof = require("kloop.core.prof")
+local sys = require("kloop.core.sys")
 local util = require("kloop.util")
-local ffi = core.ffi
-local C = core.C
 
 local M = {}
 
@@ -10,12 +15,12 @@ local M = {}
 local checks = {}
 
 checks[#checks + 1] = function()
-  local gpu, err = core.gpu_probe(0)
+  local gpu, err = gpumod.probe(0)
   M.gpu = gpu
   if gpu then
     return true, "GPU", string.format("%s (%s, %d SMs, %.0f GiB), driver CUDA %s, %d device(s)",
       gpu.name, gpu.arch, gpu.sm_count, gpu.total_mem / 2^30,
-      core.driver_version_string(gpu.driver_version), gpu.device_count)
+      gpumod.driver_version_string(gpu.driver_version), gpu.device_count)
   end
   return false, "GPU", err, "run on a machine with an NVIDIA GPU and driver; CPU paths work without one"
 end
@@ -28,10 +33,10 @@ M.probe_kernel = 'extern "C" __global__ void kloop_doctor(float *x) { x[threadId
 M.probe_chip = "GH100"
 
 checks[#checks + 1] = function()
-  local v, err = core.nvrtc_version()
+  local v, err = nvrtc.version()
   local fix = "install the CUDA toolkit, or set KLOOP_CUDA_HOME to its folder"
   if not v then return false, "NVRTC", err, fix end
-  local from = ffi.string(C.kl_nvrtc_path())
+  local from = nvrtc.path()
   local arch = M.gpu and M.gpu.arch or "sm_90"
   local job = require("kloop.eval.compile").compile(M.probe_kernel, { arch = arch, name = "kloop_doctor.cu", no_cache = true })
   if job.ok then
@@ -44,28 +49,25 @@ end
 
 checks[#checks + 1] = function()
   -- the same search the worker's profiler makes
-  local err = ffi.new("kl_err")
-  if C.kl_cupti_load(err) ~= 0 then
+  local from = prof.load()
+  if not from then
     return false, "CUPTI", "libcupti not found (profiling metrics unavailable)",
       "install the CUDA toolkit's CUPTI, or set KLOOP_CUDA_HOME"
   end
-  local from = ffi.string(C.kl_cupti_path())
-  local names = ffi.new("const char*[1]", { "gpu__time_duration.sum" })
-  local pp = ffi.new("kl_prof*[1]")
-  if C.kl_prof_new(M.probe_chip, names, 1, pp, err) ~= 0 then
-    return false, "CUPTI", from .. " opens but its Profiler Host API fails: " .. ffi.string(err.msg),
+  local passes, perr = prof.passes(M.probe_chip, { "gpu__time_duration.sum" })
+  if not passes then
+    return false, "CUPTI", from .. " opens but its Profiler Host API fails: " .. perr,
       "libnvperf_host.so must be readable beside libcupti (reinstall the toolkit's CUPTI), or set KLOOP_CUDA_HOME"
   end
-  local passes = C.kl_prof_passes(pp[0])
-  C.kl_prof_free(pp[0])
   return true, "CUPTI", string.format("%s: Profiler Host API ok (%d pass for a %s metric)", from, passes, M.probe_chip)
 end
 
 checks[#checks + 1] = function()
-  local cc = os.getenv("CC") or "cc"
-  local out, ok = util.capture(util.shell_quote(cc) .. " --version")
-  if ok and out and out ~= "" then
-    return true, "C compiler", cc .. ": " .. (out:match("^[^\n]*"))
+  -- the compiler and the version line every host build's cache key holds
+  local compile_host = require("kloop.eval.compile_host")
+  local cc, first = compile_host.cc(), compile_host.cc_version()
+  if first ~= "unknown" then
+    return true, "C compiler", cc .. ": " .. first
   end
   return false, "C compiler", cc .. " not found (host backend unavailable)",
     "apt-get install gcc, or set CC", true
@@ -91,7 +93,7 @@ function M.db_check(path)
     if f then f:close() return true, "database", path .. " (exists, writable)" end
     return false, "database", path .. " is not writable", "fix its permissions or pass --db PATH", true
   end
-  if core.C.kl_dir_writable(dir) == 1 then
+  if sys.dir_writable(dir) then
     return true, "database", path .. " (will be created)"
   end
   return false, "database", "folder " .. dir .. " is not writable", "pass --db PATH in a writable folder", true

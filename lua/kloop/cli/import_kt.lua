@@ -102,7 +102,9 @@ end
 local function grid_div(file, field, v, params, default, fixed)
   if v == nil or v == cjson.null then v = default end
   if type(v) == "string" then v = { v } end
-  if type(v) ~= "table" then refuse(file, field, "expected a list of parameter names", '"' .. field:match("[^.]+$") .. '": ["block_size_x"]') end
+  if type(v) ~= "table" then
+    refuse(file, field, "expected a list of parameter names", '"' .. field:match("[^.]+$") .. '": ["block_size_x"]')
+  end
   local parts = {}
   for k, name in ipairs(v) do
     if type(name) == "number" then parts[#parts + 1] = tostring(name)
@@ -123,7 +125,8 @@ function M.sidecar(t1, file, kernel_src)
   local ks, cs = t1.KernelSpecification, t1.ConfigurationSpace
   if type(ks) ~= "table" then refuse(file, "KernelSpecification", "missing", "add the KernelSpecification object") end
   if ks.Language ~= nil and ks.Language ~= "CUDA" then
-    refuse(file, "KernelSpecification.Language", "'" .. tostring(ks.Language) .. "' is not mapped", 'kloop imports CUDA kernels: "Language": "CUDA"')
+    refuse(file, "KernelSpecification.Language", "'" .. tostring(ks.Language) .. "' is not mapped",
+      'kloop imports CUDA kernels: "Language": "CUDA"')
   end
   local entry = ks.KernelName
   if type(entry) ~= "string" then refuse(file, "KernelSpecification.KernelName", "missing", 'add "KernelName": "my_kernel"') end
@@ -217,7 +220,8 @@ function M.sidecar(t1, file, kernel_src)
     local name = type(a.Name) == "string" and a.Name:match("^[%a_][%w_]*$") and a.Name or kp.name
     local mt = a.MemoryType
     if mt == "Local" or mt == "Symbol" then
-      refuse(file, field .. ".MemoryType", "'" .. mt .. "' (constant or shared memory arguments, Kernel Tuner's cmem_args) is not supported yet",
+      refuse(file, field .. ".MemoryType",
+        "'" .. mt .. "' (constant or shared memory arguments, Kernel Tuner's cmem_args) is not supported yet",
         "fill the table in the kernel, or wait for kloop's __constant__ symbols (issue 16)")
     end
     local ty = TYPES[a.Type]
@@ -245,7 +249,10 @@ function M.sidecar(t1, file, kernel_src)
       if at == "ReadOnly" then role = kt.const and "" or ", input = true"
       elseif at == "WriteOnly" then role = ", output = true"
       elseif at == "ReadWrite" then role = ", inout = true"
-      else refuse(file, field .. ".AccessType", "'" .. tostring(at) .. "' is not one of ReadOnly, WriteOnly, ReadWrite", '"AccessType": "ReadOnly"') end
+      else
+        refuse(file, field .. ".AccessType", "'" .. tostring(at) .. "' is not one of ReadOnly, WriteOnly, ReadWrite",
+          '"AccessType": "ReadOnly"')
+      end
       local init = ""
       if at ~= "WriteOnly" then
         local ft = a.FillType or "Random"
@@ -259,7 +266,8 @@ function M.sidecar(t1, file, kernel_src)
       bytes[#bytes + 1] = string.format("%d * (%s)", ffi_size(ty), (sz:gsub("(%u+)", "s.%1")))
     elseif mt == "Scalar" then
       if kt.pointer then
-        refuse(file, field .. ".MemoryType", string.format("Scalar, but the kernel's parameter %d '%s %s' is a pointer", i, kp.ctype, kp.name),
+        refuse(file, field .. ".MemoryType",
+          string.format("Scalar, but the kernel's parameter %d '%s %s' is a pointer", i, kp.ctype, kp.name),
           '"MemoryType": "Vector" with a Size')
       end
       local v = a.FillValue
@@ -315,7 +323,8 @@ function M.sidecar(t1, file, kernel_src)
     w("  },")
   end
   if #conds > 0 then w(string.format("  constraint = function(p) return %s end,", table.concat(conds, " and "))) end
-  w(string.format("  launch = function(s) return { grid = { %s }, block = { %s } } end,", table.concat(grid, ", "), table.concat(block, ", ")))
+  w(string.format("  launch = function(s) return { grid = { %s }, block = { %s } } end,",
+    table.concat(grid, ", "), table.concat(block, ", ")))
   w("  -- bytes: every buffer once; flops: not in a T1 file, fill it in for a compute-bound kernel")
   w(string.format("  cost = function(s) return { flops = 0, bytes = %s } end,", #bytes > 0 and table.concat(bytes, " + ") or "0"))
   if #opts > 0 then w(string.format("  options = { %s },", table.concat(opts, ", "))) end
@@ -325,10 +334,9 @@ end
 
 
 function M.main(argv)
-  local opts, pos = args.parse(argv, { ["-o"] = "value", ["--force"] = "flag", ["-h"] = "flag", ["--help"] = "flag" })
-  if not opts then util.eprintf("kloop import-kt: %s\n%s", pos, M.usage) return 2 end
-  if opts.h or opts.help then io.stdout:write(M.usage) return 0 end
-  if #pos ~= 1 then util.eprintf("kloop import-kt: give one FILE.json\n%s", M.usage) return 2 end
+  local opts, pos = args.command("import-kt", argv, { ["-o"] = "value", ["--force"] = "flag" }, M.usage)
+  if not opts then return pos end
+  if #pos ~= 1 then return args.usage_error("import-kt", "give one FILE.json", M.usage) end
   local file = pos[1]
   local text = util.read_file(file)
   if not text then util.eprintf("kloop import-kt: cannot read %s\n", file) return 1 end
@@ -340,7 +348,8 @@ function M.main(argv)
   local kpath = kfile and (kfile:sub(1, 1) == "/" and kfile or (dir .. "/" .. kfile))
   local ksrc = kpath and util.read_file(kpath)
   if kfile and not ksrc then
-    util.eprintf("kloop import-kt: %s: KernelSpecification.KernelFile: cannot read %s (fix: put the kernel next to the T1 file)\n", file, kpath)
+    util.eprintf("kloop import-kt: %s: KernelSpecification.KernelFile: cannot read %s"
+      .. " (fix: put the kernel next to the T1 file)\n", file, kpath)
     return 1
   end
   local ok, side = pcall(M.sidecar, t1, file, ksrc or "")

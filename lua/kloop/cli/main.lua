@@ -1,4 +1,5 @@
 -- kloop.cli.main: command-line parsing, script running and the subcommands.
+local sys = require("kloop.core.sys")
 local util = require("kloop.util")
 
 local M = {}
@@ -33,6 +34,9 @@ commands:
   diff A B      source diff between two candidates
   export ID -o DIR   a candidate's kernel, launch plan header and provenance.json
   replay ID     re-evaluate a stored candidate and compare with the stored result
+  report [RUN...] [-o FILE.html]   the process audit as one self-contained HTML page
+  audit [RUN...] [--json]          the same tables in the terminal
+  mcp TASK      a Model Context Protocol server on stdio over the evaluator (docs/AGENTS.md)
 
 exit codes:
   0     done: the strategy finished, or a budget ran out
@@ -111,7 +115,7 @@ function M.resolve_script(name)
     name, table.concat(tried, ", "))
 end
 
-local function run_chunk(chunk, chunkname, args)
+local function run_chunk(chunk, args)
   _G.kloop = require("kloop")
   return M.protect(chunk, unpack(args or {}))
 end
@@ -181,7 +185,7 @@ function M.main(argv)
   for _, c in ipairs(chunks) do
     local fn, err = loadstring(c, "=(command line)")
     if not fn then return report(err) end
-    if not run_chunk(fn, "(command line)") then return 1 end
+    if not run_chunk(fn) then return 1 end
   end
 
   if script then
@@ -197,16 +201,16 @@ function M.main(argv)
     local arg = { [0] = path }
     for k, v in ipairs(rest) do arg[k] = v end
     _G.arg = arg
-    local ok, res = run_chunk(fn, path, rest)
+    local ok, res = run_chunk(fn, rest)
     if not ok then return 1 end
     -- A script that returns a table of hooks is a strategy: the driver runs it.
     if type(res) == "table" and type(res.propose) == "function" then
       -- a Ctrl-C landing between the driver's own protected sections still ends cleanly
       local okr, rc = pcall(require("kloop.search.driver").run, res, path, rest)
       if not okr then
-        if tostring(rc):find("interrupted", 1, true) then
+        if sys.is_interrupt(rc) then
           util.eprintf("kloop: interrupted\n")
-          local signo = require("kloop.core.ffi").C.kl_sigint_signal()
+          local signo = sys.interrupt_signal()
           return signo > 0 and 128 + signo or 130
         end
         error(rc, 0)
@@ -219,7 +223,7 @@ function M.main(argv)
     return 0
   end
 
-  if interactive or (#chunks == 0 and require("kloop.core.ffi").C.kl_isatty(0) == 1) then
+  if interactive or (#chunks == 0 and sys.isatty(0)) then
     return require("kloop.cli.repl").main()
   end
   if #chunks == 0 then
@@ -227,7 +231,7 @@ function M.main(argv)
     local fn, err = load_script("-")
     if not fn then return report(err) end
     _G.arg = { [0] = "-" }
-    if not run_chunk(fn, "stdin") then return 1 end
+    if not run_chunk(fn) then return 1 end
   end
   return 0
 end
@@ -249,6 +253,10 @@ M.command_modules = {
   ["import-kt"] = "kloop.cli.import_kt",
   report = "kloop.cli.report",
   audit = "kloop.cli.audit",
+  mcp = "kloop.cli.mcp",
+  promote = "kloop.cli.promote",
+  strategies = "kloop.cli.strategies",
+  ["strategy-files"] = "kloop.cli.strategy_files",
 }
 
 return M

@@ -1,6 +1,6 @@
 -- kloop.cli.profile: `kloop profile TARGET`: verify and time a kernel, then profile it
 -- with CUPTI (kernel activity, hardware metrics) and print the roofline and hints.
-local eval = require("kloop.eval.evaluator")
+local target = require("kloop.cli.target")
 local util = require("kloop.util")
 local prof = require("kloop.eval.profile")
 local check = require("kloop.cli.check")
@@ -27,22 +27,22 @@ Exit: 0 profiled, 3 the kernel failed verification, 1 error, 2 bad usage.
 ]]
 
 function M.main(argv)
-  local t, code = check.load_target("profile", argv, M.usage, { ["--metrics"] = "value" }, {
+  local t, code = target.load("profile", argv, M.usage, { ["--metrics"] = "value" }, {
     options = function(opts)
       local _, merr = prof.metric_list(opts.metrics)
       if merr then util.eprintf("kloop profile: --%s\n", merr) return 2 end
     end,
-    task = function(task, target)
+    task = function(task, path)
       if task.backend ~= "cuda" then
         util.eprintf("kloop profile: %s is a %s task; profiling needs a CUDA task (kloop check works for both)\n",
-          target, task.backend)
+          path, task.backend)
         return 1
       end
     end,
   })
   if not t then return code end
   local opts, task, src, name, defines = t.opts, t.task, t.src, t.name, t.defines
-  local ev = eval.new(task, { deadline = opts.deadline, device = opts.device, timing = { budget = opts.budget or 1.0 } })
+  local ev = target.evaluator(task, opts, 1.0)
   local r, p = ev:evaluate_and_profile(src, { defines = defines, name = util.basename(name), metrics = opts.metrics })
   ev:close()
   if r.infrastructure then util.eprintf("kloop profile: %s\n", r.reason) return 1 end
@@ -62,11 +62,7 @@ function M.main(argv)
     end
     return 1
   end
-  if opts.json then
-    r.samples = r.samples or {}
-    print(cjson.encode(r))
-    return 0
-  end
+  if opts.json then print(target.result_json(r)) return 0 end
   check.print_result(r, name)
   print(prof.text(p.profile, p.profile.metric_names))
   if p.profile.warning then print("warning: " .. p.profile.warning) end

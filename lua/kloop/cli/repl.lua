@@ -1,8 +1,9 @@
 -- kloop.cli.repl: the interactive loop: line editing, history, printed results, Ctrl-C.
+local cjson = require("cjson")
 local core = require("kloop.core.ffi")
+local line_edit = require("kloop.core.line")
+local sys = require("kloop.core.sys")
 local native = require("kloop.native")
-local ffi = core.ffi
-local C = core.C
 
 local M = {}
 
@@ -14,11 +15,8 @@ end
 
 local function show(v)
   if type(v) == "table" then
-    local ok, cjson = pcall(require, "cjson")
-    if ok then
-      local ok2, s = pcall(cjson.encode, v)
-      if ok2 then return s end
-    end
+    local ok, s = pcall(cjson.encode, v)
+    if ok then return s end
   end
   return tostring(v)
 end
@@ -49,22 +47,20 @@ local function pack(...) return { n = select("#", ...), ... } end
 -- statement not finished yet), nil, or false at the end of the input.
 local function step(buffer)
   native.sigint_reset()
-  local line_ptr = C.kl_line_read(buffer and ">> " or "> ")
-  if line_ptr == nil then
+  local line, ended = line_edit.read(buffer and ">> " or "> ")
+  if not line then
     -- Ctrl-C at the prompt drops the line (and a pending multi-line chunk), as luajit
     -- and python do; the session and its variables stay
-    if C.kl_line_interrupted() == 1 then return nil end
+    if ended == "interrupted" then return nil end
     io.stdout:write("\n")
     return false
   end
-  local line = ffi.string(line_ptr)
-  C.kl_free(line_ptr)
   local src = buffer and (buffer .. "\n" .. line) or line
   -- `=expr` prints the value, as in the Lua 5.1 REPL
   local code = (not buffer and line:match("^%s*=")) and ("return " .. line:gsub("^%s*=", "", 1)) or src
   local fn, err = compile(code)
   if not fn and err == "incomplete" then return src end
-  C.kl_line_add_history(src)
+  line_edit.add_history(src)
   if not fn then
     io.stderr:write(err, "\n")
     return nil
@@ -83,8 +79,8 @@ end
 
 function M.main()
   _G.kloop = _G.kloop or require("kloop")
-  C.kl_line_init(history_path())
-  if C.kl_isatty(0) == 1 then
+  line_edit.init(history_path())
+  if sys.isatty(0) then
     io.stdout:write(string.format("kloop %s REPL (%s). Ctrl-D exits; kloop.help() lists the API.\n",
       core.version(), jit.version))
   end
@@ -95,14 +91,14 @@ function M.main()
       -- a Ctrl-C that landed outside the chunk (between prompts, or while a result
       -- printed) is one more Ctrl-C at the prompt: a fresh prompt, nothing else
       buffer = nil
-      if r ~= "interrupted" and not tostring(r):match("^[^\n]*: interrupted$") then io.stderr:write(tostring(r), "\n") end
+      if not sys.is_interrupt(r) then io.stderr:write(tostring(r), "\n") end
     elseif r == false then
       break
     else
       buffer = r
     end
   end
-  C.kl_line_save()
+  line_edit.save()
   return 0
 end
 

@@ -22,11 +22,10 @@ without params is tuned over kloop's implicit parameters, listed the same way;
 M.count_limit = 2^22
 
 function M.main(argv)
-  local spec = { ["--json"] = "flag", ["--implicit"] = "flag", ["--space"] = "flag", ["-h"] = "flag", ["--help"] = "flag" }
-  local opts, pos = args.parse(argv, spec)
-  if not opts then util.eprintf("kloop space: %s\n%s", pos, M.usage) return 2 end
-  if opts.h or opts.help then io.stdout:write(M.usage) return 0 end
-  if #pos ~= 1 then util.eprintf("kloop space: give one TARGET\n%s", M.usage) return 2 end
+  local spec = { ["--json"] = "flag", ["--implicit"] = "flag", ["--space"] = "flag" }
+  local opts, pos = args.command("space", argv, spec, M.usage)
+  if not opts then return pos end
+  if #pos ~= 1 then return args.usage_error("space", "give one TARGET", M.usage) end
   local task, err = taskmod.load(pos[1])
   if not task then util.eprintf("kloop space: %s\n", err) return 1 end
   local space = tune.space(task, opts.implicit)

@@ -13,7 +13,7 @@ function M.backend_line()
   return "backend: host only (no CUDA: " .. err .. ")"
 end
 
-function M.main(args)
+function M.main(_args)
   print(string.format("kloop %s (%s, libcurl %s, SQLite %s)", core.version(), jit.version,
     core.curl_version(), core.sqlite_version()))
   local nv = core.nvrtc_version()

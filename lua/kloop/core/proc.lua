@@ -16,10 +16,9 @@ local function finalize(cell)
   if p.pid > 0 and p.exited == 0 then C.kl_proc_kill(p) end
 end
 
--- Starts argv (kloop's own binary or a compiler) with framed pipes on fds 3/4 and its
--- output drained. env_keep: variable-name prefixes passed through (nil keeps the whole
--- environment). Returns a Proc, or nil, msg.
-function M.spawn(argv, env_keep)
+-- kl_proc_spawn into p (a kl_proc, or an array of one) with NULL-terminated argv and
+-- env_keep lists: true, or nil, msg.
+local function start(p, argv, env_keep)
   local cargv = ffi.new("const char*[?]", #argv + 1, argv)
   cargv[#argv] = nil
   local cenv = nil
@@ -27,9 +26,18 @@ function M.spawn(argv, env_keep)
     cenv = ffi.new("const char*[?]", #env_keep + 1, env_keep)
     cenv[#env_keep] = nil
   end
-  local cell = ffi.new("kl_proc[1]")
   local err = ffi.new("kl_err")
-  if C.kl_proc_spawn(cell, cargv, cenv, err) ~= 0 then return nil, ffi.string(err.msg) end
+  if C.kl_proc_spawn(p, cargv, cenv, err) ~= 0 then return nil, ffi.string(err.msg) end
+  return true
+end
+
+-- Starts argv (kloop's own binary or a compiler) with framed pipes on fds 3/4 and its
+-- output drained. env_keep: variable-name prefixes passed through (nil keeps the whole
+-- environment). Returns a Proc, or nil, msg.
+function M.spawn(argv, env_keep)
+  local cell = ffi.new("kl_proc[1]")
+  local ok, err = start(cell, argv, env_keep)
+  if not ok then return nil, err end
   return setmetatable({ cell = ffi.gc(cell, finalize), raw = cell[0], pid = cell[0].pid }, Proc)
 end
 

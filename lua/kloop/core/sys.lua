@@ -2,6 +2,7 @@
 -- bytes, the content hash, environment scrubbing, Ctrl-C): the only Lua code that calls
 -- these kl_* functions.
 local cffi = require("kloop.core.ffi")
+local native = require("kloop.native")
 local ffi, C = cffi.ffi, cffi.C
 
 local M = {}
@@ -11,6 +12,13 @@ function M.now() return C.kl_now() end
 function M.getpid() return C.kl_getpid() end
 function M.isatty(fd) return C.kl_isatty(fd) == 1 end
 function M.dir_writable(path) return C.kl_dir_writable(path) == 1 end
+-- This binary's path (/proc/self/exe), or nil.
+function M.exe_path()
+  local buf = ffi.new("char[4096]")
+  if C.kl_exe_path(buf, 4096) ~= 0 then return nil end
+  return ffi.string(buf)
+end
+
 -- Frees memory the core allocated (kl_free).
 function M.free(p) C.kl_free(p) end
 
@@ -37,9 +45,11 @@ end
 function M.env_scrub(name) return C.kl_env_scrub(name) end
 
 -- ---- Ctrl-C and termination signals ----
--- The binding layer counts SIGINT/SIGTERM/SIGHUP; code that waits polls interrupted()
--- and raises M.INTERRUPTED, the one error value that means "the user stopped us".
-M.INTERRUPTED = setmetatable({}, { __tostring = function() return "interrupted" end })
+-- The binding layer counts SIGINT/SIGTERM/SIGHUP and its hook raises M.INTERRUPTED at
+-- the next instruction; code that waits polls interrupted() and raises the same value:
+-- the one error value that means "the user stopped us" (created in src/kl_lua.c, it
+-- prints and concatenates as "interrupted"). A pcall that catches it re-raises it.
+M.INTERRUPTED = native.INTERRUPTED
 
 function M.interrupted() return C.kl_sigint_pending() > 0 end
 -- The signal that started the pending interruption, 0 if none.

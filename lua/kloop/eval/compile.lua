@@ -1,9 +1,9 @@
 -- kloop.eval.compile: NVRTC straight to a cubin, in parallel children with a deadline,
 -- through a content-addressed cache, with includes and options fenced in.
-local core = require("kloop.core.ffi")
+local cffi = require("kloop.core.ffi")
+local nvrtc = require("kloop.core.nvrtc")
+local sys = require("kloop.core.sys")
 local util = require("kloop.util")
-local ffi = core.ffi
-local C = core.C
 
 local M = {}
 
@@ -99,7 +99,7 @@ end
 -- The cache key of a build: two 64-bit hashes of everything that shapes the binary.
 function M.content_key(parts)
   local blob = table.concat(parts, "\0")
-  return util.hex64(C.kl_hash64(blob, #blob, 0)) .. util.hex64(C.kl_hash64(blob, #blob, 0x9e3779b97f4a7c15ULL))
+  return sys.content_hash(blob)
 end
 
 function M.cache_dir()
@@ -193,7 +193,7 @@ function M.prepare(src, opts)
     headers[#headers + 1] = { name = name, text = text }
   end
   local options = { "--gpu-architecture=" .. arch, "-std=c++17", "-lineinfo", "-Xptxas=-v",
-    "-I" .. core.cuda_home() .. "/include" }
+    "-I" .. cffi.cuda_home() .. "/include" }
   for _, o in ipairs(opts.options or {}) do
     local ok, err = M.check_option(o)
     if not ok then return nil, err end
@@ -211,7 +211,7 @@ function M.prepare(src, opts)
       entries[#entries + 1], exprs[#exprs + 1] = e, x
     end
   end
-  local nv = core.nvrtc_version() or "none"
+  local nv = nvrtc.version() or "none"
   local keyparts = { "nvrtc " .. nv, src }
   for _, o in ipairs(options) do keyparts[#keyparts + 1] = o end
   for _, h in ipairs(headers) do keyparts[#keyparts + 1] = h.name .. "\0" .. h.text end
@@ -263,77 +263,47 @@ local function store(job, log, cubin, lowered)
   local dir, cpath, lpath, npath = cache_paths(job.key)
   util.mkdir_p(dir)
   if #(job.name_exprs or {}) > 0 then
-    local tmp = npath .. ".tmp" .. C.kl_getpid()
+    local tmp = npath .. ".tmp" .. sys.getpid()
     if util.write_file(tmp, lowered or "") then os.rename(tmp, npath) end
   end
   -- Write then rename, so a reader never sees half a cubin.
-  local tmp = cpath .. ".tmp" .. C.kl_getpid()
+  local tmp = cpath .. ".tmp" .. sys.getpid()
   if util.write_file(tmp, cubin) then os.rename(tmp, cpath) end
-  tmp = lpath .. ".tmp" .. C.kl_getpid()
+  tmp = lpath .. ".tmp" .. sys.getpid()
   if util.write_file(tmp, log) then os.rename(tmp, lpath) end
 end
 
 local function start(job)
-  local req = ffi.new("kl_compile_req")
-  local keep = {}
-  req.source = job.src
-  req.name = job.name
-  local o = ffi.new("const char*[?]", #job.options, job.options)
-  keep[#keep + 1] = o
-  req.options = o
-  req.num_options = #job.options
-  if #job.headers > 0 then
-    local names, texts = {}, {}
-    for i, h in ipairs(job.headers) do names[i], texts[i] = h.name, h.text end
-    local hn = ffi.new("const char*[?]", #names, names)
-    local ht = ffi.new("const char*[?]", #texts, texts)
-    keep[#keep + 1] = hn
-    keep[#keep + 1] = ht
-    req.header_names, req.header_sources, req.num_headers = hn, ht, #names
-  end
-  if #(job.name_exprs or {}) > 0 then
-    local ne = ffi.new("const char*[?]", #job.name_exprs, job.name_exprs)
-    keep[#keep + 1] = ne
-    req.name_exprs, req.num_name_exprs = ne, #job.name_exprs
-  end
-  job.cjob = ffi.new("kl_compile_job")
-  local err = ffi.new("kl_err")
-  local st = C.kl_compile_start(req, job.cjob, err)
-  if st ~= 0 then
-    finish(job, false, ffi.string(err.msg), nil, 0, false)
-    job.error = ffi.string(err.msg)
+  local h, err = nvrtc.start({ source = job.src, name = job.name, options = job.options, headers = job.headers,
+    name_exprs = job.name_exprs })
+  if not h then
+    finish(job, false, err, nil, 0, false)
+    job.error = err
     return false
   end
-  job.started = C.kl_now()
+  job.cjob = h
+  job.started = sys.now()
   return true
 end
 
 local function poll(job, wait_ms, deadline)
-  local res = ffi.new("kl_compile_res")
-  local err = ffi.new("kl_err")
-  local st = C.kl_compile_poll(job.cjob, wait_ms, res, err)
-  if st == C.KL_ETIMEOUT then
-    if C.kl_now() - job.started > deadline then
-      C.kl_compile_kill(job.cjob)
+  local res, err = nvrtc.poll(job.cjob, wait_ms)
+  if res == "running" then
+    if sys.now() - job.started > deadline then
+      nvrtc.kill(job.cjob)
       finish(job, false, string.format("compile deadline exceeded (%.0f s): the compiler was stopped", deadline),
-        nil, C.kl_now() - job.started, false)
+        nil, sys.now() - job.started, false)
       job.timeout = true
     end
     return
   end
-  if st ~= 0 then
-    finish(job, false, ffi.string(err.msg), nil, C.kl_now() - job.started, false)
+  if not res then
+    finish(job, false, err, nil, sys.now() - job.started, false)
     return
   end
-  local log = res.log ~= nil and ffi.string(res.log, res.log_len) or ""
-  local cubin = res.cubin ~= nil and ffi.string(res.cubin, res.cubin_len) or nil
-  local lowered = res.lowered ~= nil and ffi.string(res.lowered, res.lowered_len) or ""
-  C.kl_free(res.log)
-  C.kl_free(res.cubin)
-  C.kl_free(res.lowered)
-  if job.entries then set_lowered(job, lowered) end
-  if res.ok == 1 and cubin then store(job, log, cubin, lowered) end
-  finish(job, res.ok == 1 and cubin ~= nil, log, cubin, res.seconds, false)
+  if job.entries then set_lowered(job, res.lowered) end
+  if res.ok and res.cubin then store(job, res.log, res.cubin, res.lowered) end
+  finish(job, res.ok and res.cubin ~= nil, res.log, res.cubin, res.seconds, false)
 end
 
 -- Compiles many prepared jobs, `parallel` at a time, each with its own deadline.

@@ -1,10 +1,9 @@
 -- kloop.eval.compile_host: C candidates built by the system compiler into shared objects,
 -- in a child process with a deadline, through the same include fence and a cache.
-local core = require("kloop.core.ffi")
+local proc = require("kloop.core.proc")
+local sys = require("kloop.core.sys")
 local util = require("kloop.util")
 local compile = require("kloop.eval.compile")
-local ffi = core.ffi
-local C = core.C
 
 local M = {}
 
@@ -30,13 +29,12 @@ M.child_env = { "PATH", "LANG", "LC_", "TMPDIR", "CC", "GCC_", "LIBRARY_PATH", "
 
 -- Runs argv with a deadline; returns exit status (or nil on timeout), output tail.
 local function run(argv, deadline_s)
-  local proc, err = core.spawn(argv, M.child_env)
-  if not proc then return nil, err end
-  local st = C.kl_proc_close(proc, math.floor(deadline_s * 1000))
-  local out = ffi.string(proc.tail, proc.tail_len)
-  if st == C.KL_ETIMEOUT then return nil, out, true end
-  local status = proc.exit_status
-  return status, out
+  local p, err = proc.spawn(argv, M.child_env)
+  if not p then return nil, err end
+  local ok, why = p:close(math.floor(deadline_s * 1000))
+  local out = p:tail()
+  if not ok and why == "timeout" then return nil, out, true end
+  return p.raw.exit_status, out
 end
 M.run_filtered = run
 
@@ -92,13 +90,13 @@ function M.compile(src, opts)
   util.mkdir_p(dir)
   local srcpath = dir .. "/" .. job.key .. ".c"
   util.write_file(srcpath, src)
-  local tmp = so .. ".tmp" .. C.kl_getpid()
+  local tmp = so .. ".tmp" .. sys.getpid()
   local argv = { "/bin/sh", "-c", 'exec "$0" "$@"', M.cc() }
   for _, o in ipairs(job.options) do argv[#argv + 1] = o end
   for _, o in ipairs({ "-shared", "-fPIC", "-iquote", job.dir, "-o", tmp, srcpath }) do argv[#argv + 1] = o end
-  local t0 = C.kl_now()
+  local t0 = sys.now()
   local status, out, timed_out = run(argv, opts.deadline or compile.default_deadline)
-  job.seconds = C.kl_now() - t0
+  job.seconds = sys.now() - t0
   job.log = (out or ""):gsub(util.escape_pattern(srcpath), job.name)
   if timed_out then
     job.ok, job.timeout = false, true

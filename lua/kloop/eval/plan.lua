@@ -1,5 +1,9 @@
 -- kloop.eval.plan: launch plans (grid, block, shared memory; several kernels in sequence),
 -- from the task's launch function or from a candidate's `// kloop: launch` comments.
+local sys = require("kloop.core.sys")
+local task_fields = require("kloop.eval.task_fields")
+local sizes = require("kloop.eval.task_sizes")
+
 local M = {}
 
 local LIMITS = { block_threads = 1024, block = { 1024, 1024, 64 }, grid = { 2^31 - 1, 65535, 65535 } }
@@ -54,13 +58,13 @@ end
 -- launch function gets one table, the point's parameters and the sizes (a size wins
 -- on a clash). Raises a task error (load time) when it fails.
 function M.for_task(task, size, file, params)
-  local taskmod = require("kloop.eval.task")
   local launch = task.launch
   local ok, raw = true, launch
-  if type(launch) == "function" then ok, raw = pcall(launch, taskmod.with_params(size, params)) end
-  if not ok then taskmod.fail(file or task.file, "launch", "the launch function failed: " .. tostring(raw)) end
+  if type(launch) == "function" then ok, raw = pcall(launch, sizes.with_params(size, params)) end
+  if not ok and sys.is_interrupt(raw) then error(raw, 0) end -- Ctrl-C, not a failed launch function
+  if not ok then task_fields.fail(file or task.file, "launch", "the launch function failed: " .. tostring(raw)) end
   local p, err = M.normalize(raw, task.entry)
-  if not p then taskmod.fail(file or task.file, "launch", err) end
+  if not p then task_fields.fail(file or task.file, "launch", err) end
   return p
 end
 
@@ -316,7 +320,7 @@ local function parse(toks)
     end
     return a
   end
-  local function dims()
+  local function dims_list()
     local open = take()
     local list = { op = "dims", col = open.col }
     while peek().k ~= "}" do
@@ -344,7 +348,7 @@ local function parse(toks)
       end
       fields.entry = s.v
     elseif t.v ~= "smem" and peek().k == "{" then
-      fields[t.v] = dims()
+      fields[t.v] = dims_list()
     else
       fields[t.v] = expr()
     end

@@ -1,7 +1,10 @@
 -- kloop.eval.profile: what the CUPTI counters and the cost model say about a kernel: the
 -- default metric set, totals over a launch plan's kernels, theoretical occupancy, the
 -- roofline position against measured ceilings, and plain-language hints. Pure Lua:
--- the worker collects (kloop.protocol.profile), this module explains.
+-- the worker collects (kloop.protocol.profile), this module explains. The occupancy
+-- limits per chip are GPU facts (kloop.core.gpu).
+local gpu = require("kloop.core.gpu")
+
 local M = {}
 
 -- Headline metrics (names as ncu spells them); shown by `kloop profile`.
@@ -112,21 +115,11 @@ function M.aggregate(names, per_kernel)
   return totals
 end
 
--- Occupancy limits per compute capability: warps, blocks and registers per SM, the
--- register allocation unit (per warp) and the shared memory an SM can give blocks.
-local LIMITS = {
-  [90] = { warps = 64, blocks = 32, regs = 65536, reg_unit = 256, smem = 233472, smem_reserved = 1024 },
-  [80] = { warps = 64, blocks = 32, regs = 65536, reg_unit = 256, smem = 167936, smem_reserved = 1024 },
-  [89] = { warps = 48, blocks = 24, regs = 65536, reg_unit = 256, smem = 102400, smem_reserved = 1024 },
-  [86] = { warps = 48, blocks = 16, regs = 65536, reg_unit = 256, smem = 102400, smem_reserved = 1024 },
-}
-
 -- Theoretical occupancy of one kernel: {pct, blocks_per_sm, limiter} or nil when the
 -- chip or the resources are unknown. res: kloop resources (registers, static_smem,
 -- dynamic_smem); threads: threads per block.
 function M.occupancy(arch, res, threads)
-  local cc = tonumber(tostring(arch or ""):match("sm_(%d+)"))
-  local L = cc and LIMITS[cc]
+  local L = gpu.limits(arch)
   if not (L and res and res.registers and threads and threads > 0) then return nil end
   local warps = math.ceil(threads / 32)
   local by = {}
@@ -276,7 +269,8 @@ function M.summarize(p)
   local ach, theo = s.occupancy.achieved, s.occupancy.theoretical
   if theo and theo < 50 then
     local why = ({
-      registers = string.format("%d registers per thread; cap them with __launch_bounds__ or hold less state per thread", occ.registers or 0),
+      registers = string.format("%d registers per thread; cap them with __launch_bounds__ or hold less state per thread",
+        occ.registers or 0),
       ["shared memory"] = string.format("%s of shared memory per block; use smaller tiles or fewer buffers", fmt_bytes(occ.smem or 0)),
       ["block size"] = string.format("blocks of %d threads", occ.threads or 0),
       ["blocks per SM"] = string.format("small blocks (%d threads): at most %d blocks fit an SM; use larger blocks",
@@ -369,9 +363,10 @@ function M.prompt_text(s)
   local met = s.metrics or {}
   local c = {}
   local function add(label, v) if v then c[#c + 1] = label .. " " .. v end end
-  add("SM throughput", met["sm__throughput.avg.pct_of_peak_sustained_elapsed"] and pct(met["sm__throughput.avg.pct_of_peak_sustained_elapsed"]))
-  add("DRAM throughput", met["dram__throughput.avg.pct_of_peak_sustained_elapsed"] and pct(met["dram__throughput.avg.pct_of_peak_sustained_elapsed"]))
-  add("memory pipelines", met["gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"] and pct(met["gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"]))
+  local function metric_pct(name) return met[name] and pct(met[name]) end
+  add("SM throughput", metric_pct("sm__throughput.avg.pct_of_peak_sustained_elapsed"))
+  add("DRAM throughput", metric_pct("dram__throughput.avg.pct_of_peak_sustained_elapsed"))
+  add("memory pipelines", metric_pct("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"))
   add("achieved occupancy", s.occupancy and s.occupancy.achieved and pct(s.occupancy.achieved))
   add("theoretical occupancy", s.occupancy and s.occupancy.theoretical and pct(s.occupancy.theoretical))
   add("L2 hit", met["lts__t_sector_hit_rate.pct"] and pct(met["lts__t_sector_hit_rate.pct"]))

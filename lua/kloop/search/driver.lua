@@ -1,11 +1,15 @@
 -- kloop.search.driver: runs a strategy (a table of hooks) on a task: budgets, the evaluation
--- loop, progress, the store, Ctrl-C. Every hook call is protected.
-local core = require("kloop.core.ffi")
+-- loop and its stages, the store, Ctrl-C. Every hook call is protected. The strategy's
+-- options (kloop.search.options) and what the run shows (kloop.search.progress) are in
+-- their own files; their names are re-exported here.
+local gpu = require("kloop.core.gpu")
+local sys = require("kloop.core.sys")
 local util = require("kloop.util")
 local taskmod = require("kloop.eval.task")
 local eval = require("kloop.eval.evaluator")
 local rng = require("kloop.search.rng")
-local C = core.C
+local options = require("kloop.search.options")
+local progress = require("kloop.search.progress")
 
 local M = {}
 
@@ -19,152 +23,20 @@ M.STORE_STOP = "the store could not record a fact"
 M.EXIT = { done = 0, failed = 1, usage = 2, SIGINT = 130, SIGTERM = 143, SIGHUP = 129 }
 local SIGNAL_NAMES = { [1] = "SIGHUP", [2] = "SIGINT", [15] = "SIGTERM" }
 
--- Options every strategy has; a strategy adds its own in `options`: { name, default,
--- help[, type] }. Types: count (a whole number >= 1), uint (a whole number >= 0),
--- seconds and nonneg (a number >= 0), fraction (0 to 1), number, seed, size (bytes or
--- 512k / 1M), string, boolean; without one, the default's value implies it (a whole
--- number >= 1: count, 0: uint, another number: nonneg).
-M.common_options = {
-  { "budget", 32, "candidates to evaluate (the baseline not counted)", "count" },
-  { "time", 0, "wall-clock budget in seconds (0: none)", "seconds" },
-  { "tokens", 0, "LLM token budget (0: none)", "uint" },
-  { "money", 0, "LLM cost budget in dollars (0: none)", "nonneg" },
-  { "seed", 0, "run seed, a whole number (0: drawn at random and recorded)", "seed" },
-  { "timing_budget", 1.0, "seconds of timing per candidate", "seconds" },
-  { "deadline", 0, "seconds one evaluation may take (0: the task's)", "seconds" },
-  { "db", "", "store path (default ./kloop.db, or $KLOOP_DB)" },
-  { "resume", 0, "continue stored run N where it stopped (same task and strategy)", "uint" },
-  { "force", false, "with --resume: continue a run another strategy made" },
-  { "no_store", false, "do not write the run to the store" },
-  { "quiet", false, "no progress lines" },
-  { "model", "", "LLM model(s), comma-separated for an ensemble (default $KLOOP_MODEL)" },
-  { "llm_url", "", "OpenAI-compatible server URL (default $KLOOP_LLM_URL / vendor variables)" },
-  { "no_cache", false, "do not answer LLM requests from the response cache" },
-  { "temperature", 0.7, "LLM sampling temperature", "nonneg" },
-  { "llm_timeout", 0, "seconds a model may think before its reply starts (0: $KLOOP_LLM_TIMEOUT or 600)", "seconds" },
-  { "llm_idle_timeout", 0, "seconds a started reply may stall (0: $KLOOP_LLM_IDLE_TIMEOUT or 60)", "seconds" },
-  { "llm_connect_timeout", 0, "seconds to connect to the LLM server (0: $KLOOP_LLM_CONNECT_TIMEOUT or 15)", "seconds" },
-  { "llm_deadline", 0, "seconds one LLM call may take, retries included (0: $KLOOP_LLM_DEADLINE or 1800)", "seconds" },
-  { "llm_max_reply", "", "largest LLM reply accepted, e.g. 512k, 4M (default $KLOOP_LLM_MAX_REPLY or 1M)", "size" },
-  { "pipeline", true, "ask the LLM for the next step while the current batch is evaluated" },
-  { "pipeline_depth", 0, "LLM requests kept in flight ahead (0: two batches)", "uint" },
-  { "profile", "best", "CUPTI-profile verified candidates: best (each new best), all, or none" },
-  { "metrics", "", "profiler metrics (a,b,c just those; +a,b added to the defaults)" },
-  { "cascade", "off", "screen each candidate first and fully evaluate only those worth it: on or off" },
-  { "cascade_margin", 1.5, "cascade: promote a screened candidate within this factor of the best screened time", "nonneg" },
-  { "screen_reps", 3, "cascade: timed repetitions of a screen (bench size, no CI target)", "count" },
-}
-
-local function all_options(strategy)
-  local out, seen = {}, {}
-  for _, o in ipairs(strategy.options or {}) do out[#out + 1] = o seen[o[1]] = true end
-  for _, o in ipairs(M.common_options) do if not seen[o[1]] then out[#out + 1] = o end end
-  return out
-end
-
-function M.help(strategy, path)
-  local lines = { string.format("%s: %s", strategy.name or path, strategy.description or ""), "",
-    string.format("usage: kloop %s TARGET [--option value ...]", path), "", "options:" }
-  for _, o in ipairs(all_options(strategy)) do
-    lines[#lines + 1] = string.format("  --%-16s %s (default %s)", o[1]:gsub("_", "-"), o[3], tostring(o[2]))
-  end
-  return table.concat(lines, "\n") .. "\n"
-end
-
--- The type of a declared option (its fourth field, else implied by the default).
-function M.option_type(o)
-  if o[4] then return o[4] end
-  local d = o[2]
-  if type(d) == "boolean" then return "boolean" end
-  if type(d) ~= "number" then return "string" end
-  if d == math.floor(d) and d >= 1 then return "count" end
-  if d == 0 then return "uint" end
-  if d > 0 then return "nonneg" end
-  return "number"
-end
-
-local TYPE_WANTS = { count = "a whole number >= 1", uint = "a whole number >= 0", seconds = "seconds (a number >= 0)",
-  nonneg = "a number >= 0", fraction = "a number from 0 to 1", number = "a number" }
-
--- A value given for option o (a string from the command line, or already a value):
--- the converted value, or nil, what it must be.
-function M.check_value(o, v)
-  local ty = M.option_type(o)
-  if ty == "string" then return tostring(v) end
-  if ty == "boolean" then
-    if v == true or v == "true" or v == "1" then return true end
-    if v == false or v == "false" or v == "0" then return false end
-    return nil, "give true or false"
-  end
-  if ty == "size" then
-    if v == "" then return "" end
-    if not require("kloop.llm.session").parse_size(v) then return nil, "give a size (bytes, or 512k, 1M)" end
-    return tostring(v)
-  end
-  if ty == "seed" then
-    local n, why = rng.check(v)
-    if not n then return nil, why end
-    return n
-  end
-  local n = tonumber(v)
-  if not n or n ~= n or n == math.huge or n == -math.huge then return nil, "give " .. (TYPE_WANTS[ty] or "a number") end
-  local whole = n == math.floor(n)
-  if (ty == "count" and not (whole and n >= 1)) or (ty == "uint" and not (whole and n >= 0))
-      or ((ty == "seconds" or ty == "nonneg") and n < 0) or (ty == "fraction" and (n < 0 or n > 1)) then
-    return nil, "give " .. TYPE_WANTS[ty]
-  end
-  return n
-end
-
--- Parses --name value pairs against the declared options; returns opts, target or nil, err.
-function M.parse(strategy, args)
-  local decl = {}
-  for _, o in ipairs(all_options(strategy)) do decl[o[1]] = o end
-  local opts, target, given = {}, nil, {}
-  for name, o in pairs(decl) do opts[name] = o[2] end
-  local i = 1
-  while i <= #args do
-    local a = args[i]
-    local name, inline = a:match("^%-%-([%w%-_]+)=(.*)$")
-    name = name or a:match("^%-%-([%w%-_]+)$")
-    if name then
-      name = name:gsub("%-", "_")
-      local o = decl[name]
-      if not o then return nil, "unknown option --" .. name:gsub("_", "-") .. " (see: kloop STRATEGY help)" end
-      given[name] = true
-      if type(o[2]) == "boolean" then
-        if inline ~= nil and inline ~= "true" and inline ~= "1" and inline ~= "false" and inline ~= "0" then
-          return nil, string.format("--%s=%s: give true or false", name:gsub("_", "-"), inline)
-        end
-        opts[name] = inline == nil or inline == "true" or inline == "1"
-      else
-        local v = inline or args[i + 1]
-        if v == nil then return nil, "--" .. name .. " needs a value" end
-        if not inline then i = i + 1 end
-        local cv, why = M.check_value(o, v)
-        if cv == nil then return nil, string.format("--%s %s: %s", name:gsub("_", "-"), v, why) end
-        opts[name] = cv
-      end
-    elseif not target then
-      target = a
-    else
-      return nil, "unexpected argument " .. a
-    end
-    i = i + 1
-  end
-  return opts, target, given
-end
+M.common_options, M.help, M.option_type, M.check_value, M.parse =
+  options.common_options, options.help, options.option_type, options.check_value, options.parse
+M.summary = progress.summary
 
 -- Identity of a candidate: its source and parameters (a repeat is not evaluated twice).
 function M.key(cand)
   local d = {}
   for _, k in ipairs(util.sorted_keys(cand.defines or {})) do d[#d + 1] = k .. "=" .. tostring(cand.defines[k]) end
-  local src = cand.source or ""
-  return util.hex64(C.kl_hash64(src, #src, 0)) .. "|" .. table.concat(d, ",")
+  return sys.hex64(sys.hash64(cand.source or "")) .. "|" .. table.concat(d, ",")
 end
 
 local Ctx = {}
 Ctx.__index = Ctx
+for name, fn in pairs(progress.methods) do Ctx[name] = fn end
 
 -- Would result r be a new best over candidate best? Only full evaluations are bests.
 function M.is_best_of(r, best)
@@ -199,7 +71,7 @@ function Ctx:run_stages(cand)
   local sopts = { defines = cand.defines, name = cand.name, reps = self.opts.screen_reps }
   local s = self.ev:screen(cand.source, sopts)
   local baseline = cand.proposer == "baseline"
-  if C.kl_sigint_pending() > 0 then return s end
+  if sys.interrupted() then return s end
   if s.verdict ~= "ok" and not baseline then return s end
   local before = self.best_screen
   local worth = s.verdict == "ok" and self:worth_full(s)
@@ -219,16 +91,16 @@ function Ctx:evaluate(cand)
   -- in the store before it runs: whatever the evaluation does to kloop, the candidate
   -- and its LLM calls are kept, and --resume marks it crashed instead of running it again
   if self.store then self.store:propose(self, cand) end
-  local t0 = C.kl_now()
+  local t0 = sys.now()
   local r = self:run_stages(cand)
   r.stage = r.stage or "full"
   self.stages = self.stages or {}
   self.stages[r.stage] = (self.stages[r.stage] or 0) + 1
-  self.busy = (self.busy or 0) + (C.kl_now() - t0)
+  self.busy = (self.busy or 0) + (sys.now() - t0)
   -- Ctrl-C during the evaluation (served inside some pcall on the way): the result may
   -- be the interruption's, not the candidate's; it is not recorded (the stored candidate
   -- without an evaluation in a run that ended interrupted is evaluated again on resume)
-  if C.kl_sigint_pending() > 0 then error("interrupted", 0) end
+  sys.check_interrupt()
   cand.result = r
   cand.id = #self.history + 1
   self.history[#self.history + 1] = cand
@@ -274,11 +146,11 @@ function Ctx:promote(cand)
   if not s then return nil, "not evaluated yet" end
   if s.stage ~= "screened" then return s end
   if s.verdict ~= "ok" then return nil, "its screen failed (" .. s.verdict .. "): the full protocol would not pass" end
-  local t0 = C.kl_now()
+  local t0 = sys.now()
   local r = self.ev:evaluate(cand.source, { defines = cand.defines, name = cand.name,
     timing = { budget = self.opts.timing_budget } })
-  self.busy = (self.busy or 0) + (C.kl_now() - t0)
-  if C.kl_sigint_pending() > 0 then error("interrupted", 0) end
+  self.busy = (self.busy or 0) + (sys.now() - t0)
+  sys.check_interrupt()
   r.stage = "full"
   r.screen = M.screen_summary(s)
   r.promoted = "asked for by the strategy"
@@ -314,10 +186,10 @@ function Ctx:profile(cand)
   if r.stage == "screened" then return nil, "only fully evaluated candidates are profiled (this one was screened)" end
   if r.profile then return r.profile end
   if self.ev:backend() ~= "cuda" or self.profile_off then return nil, self.profile_off or "profiling needs the cuda backend" end
-  local t0 = C.kl_now()
+  local t0 = sys.now()
   local p = self.ev:profile(cand.source, { defines = cand.defines, name = cand.name, time_ms = r.time_ms,
     verified = true, metrics = self.opts.metrics ~= "" and self.opts.metrics or nil })
-  self.busy = (self.busy or 0) + (C.kl_now() - t0)
+  self.busy = (self.busy or 0) + (sys.now() - t0)
   if p.verdict ~= "ok" then
     if p.usage then self.profile_off = p.reason end
     util.eprintf("kloop: profiling %s failed (%s); the run goes on\n", self:describe(cand), tostring(p.reason))
@@ -333,18 +205,6 @@ function Ctx:profile(cand)
   return r.profile
 end
 
-function Ctx:speedup(cand)
-  local b = self.baseline and self.baseline.result
-  if not (b and b.time_ms and cand.result and cand.result.time_ms) then return nil end
-  return b.time_ms / cand.result.time_ms
-end
-
-function Ctx:describe(cand)
-  local d = {}
-  for _, k in ipairs(util.sorted_keys(cand.defines or {})) do d[#d + 1] = k .. "=" .. tostring(cand.defines[k]) end
-  return (#d > 0 and table.concat(d, " ") or (cand.label or cand.proposer or ""))
-end
-
 -- Pipelining: asks the proposer for children of parent ahead of need, two batches by
 -- default (one batch left the H200 idle 24% of the time at 5 s per reply, two 18%:
 -- docs/BENCHMARKS.md), never more than `room` (what the budget still needs).
@@ -355,75 +215,20 @@ function Ctx:lookahead(parent, batch, room)
   prop:prefetch(self, parent, math.min(depth, room))
 end
 
--- "ok 3, wrong 1"
-function Ctx:verdict_text()
-  local vs = {}
-  for _, k in ipairs(util.sorted_keys(self.verdicts)) do vs[#vs + 1] = k .. " " .. self.verdicts[k] end
-  return table.concat(vs, ", ")
-end
-
--- On a terminal, a status line stays under the log lines and is redrawn after each.
-function Ctx:status_line()
-  local n = #self.history - 1
-  local dt = C.kl_now() - self.t0
-  local best = self.best and self.best.result.time_ms
-  local sp = self.best and self:speedup(self.best)
-  return string.format("%d/%d | %s | best %s%s | %.1f/min | tokens %d | $%.3f", n, self.opts.budget,
-    self:verdict_text(), best and string.format("%.4f ms", best) or "-", sp and string.format(" (%.2fx)", sp) or "",
-    n / math.max(dt, 1e-9) * 60, self.tokens or 0, self.cost or 0)
-end
-
--- A reply is awaited: on a terminal the status line says for which model and how
--- long; elsewhere one line at 30 s, 60 s, 120 s, ... (stderr), so a slow model is never
--- silence.
-function Ctx:show_waiting(list)
-  local w = list and list[1]
-  if not w then return end
-  local text = string.format("waiting for %s: %.0f s%s%s", w.model, w.since,
-    w.attempts > 1 and string.format(" (attempt %d)", w.attempts) or "", #list > 1 and string.format(", %d calls open", #list) or "")
-  if C.kl_isatty(1) == 1 then
-    local now = C.kl_now()
-    if now - (self.waiting_drawn or 0) < 0.5 then return end
-    self.waiting_drawn = now
-    io.stdout:write("\r\27[K" .. self:status_line() .. " | " .. text)
-    io.stdout:flush()
-  else
-    self.waiting_next = self.waiting_next or 30
-    if w.since >= self.waiting_next then
-      while self.waiting_next <= w.since do self.waiting_next = self.waiting_next * 2 end
-      util.eprintf("kloop: %s\n", text)
-    end
-  end
-end
-
-function Ctx:progress(cand)
-  if self.opts.quiet then return end
-  local tty = C.kl_isatty(1) == 1
-  if tty then io.stdout:write("\r\27[K") end
-  local r = cand.result
-  local n = #self.history - 1
-  local t = r.time_ms and string.format("%9.4f ms", r.time_ms) or string.rep(" ", 12)
-  local sp = self:speedup(cand)
-  -- with the cascade on, each line says the stage the candidate reached
-  local stage = self.opts.cascade == "on" and ("  [" .. (r.stage or "full") .. "]") or ""
-  io.stdout:write(string.format("[%3d/%d] %-16s %s %s %s%s%s\n", n, self.opts.budget, r.verdict, t,
-    sp and string.format("%6.2fx", sp) or "       ", self:describe(cand), cand.improved and "  (best)" or "", stage))
-  if tty then io.stdout:write(self:status_line()) end
-  io.stdout:flush()
-end
-
 -- The first budget that is spent, or nil.
 function Ctx:budget_spent()
   local o = self.opts
   if #self.history - 1 >= o.budget then return "candidates" end
-  if o.time > 0 and C.kl_now() - self.t0 >= o.time then return "time" end
+  if o.time > 0 and sys.now() - self.t0 >= o.time then return "time" end
   if o.tokens > 0 and (self.tokens or 0) >= o.tokens then return "tokens" end
   if o.money > 0 and (self.cost or 0) >= o.money then return "money" end
 end
 
 -- Errors raised with a position (bugs) keep their traceback; plain messages raised
--- with level 0 (a strategy explaining itself) are shown as they are.
+-- with level 0 (a strategy explaining itself) are shown as they are; an interruption
+-- stays the sentinel (kloop.core.sys.INTERRUPTED).
 local function handler(e)
+  if sys.is_interrupt(e) then return e end
   if type(e) == "string" and e:match("^[^%s:]+:%d+:") then return debug.traceback(e, 2) end
   return tostring(e)
 end
@@ -432,7 +237,10 @@ local function protected(name, fn, ...)
   if not fn then return true end
   local args, n = { ... }, select("#", ...)
   local ok, err = xpcall(function() return fn(unpack(args, 1, n)) end, handler)
-  if not ok then return false, name .. ": " .. tostring(err), err end
+  if not ok then
+    if sys.is_interrupt(err) then return false, err end -- M.run tells it apart
+    return false, name .. ": " .. tostring(err), err
+  end
   return true, err
 end
 
@@ -447,7 +255,7 @@ function M.run(strategy, path, args)
   if not target then util.eprintf("kloop: %s needs a TARGET (a task's kernel)\n%s", path, M.help(strategy, path)) return 2 end
   local task, err = taskmod.load(target)
   if not task then util.eprintf("kloop: %s\n", err) return 1 end
-  if task.backend == "cuda" and not core.gpu_probe(0) then
+  if task.backend == "cuda" and not gpu.probe(0) then
     util.eprintf("kloop: no GPU here for %s; try a host task (examples/cpu/*.c)\n", target)
     return 1
   end
@@ -469,7 +277,7 @@ function M.run(strategy, path, args)
     util.eprintf("kloop: --llm-max-reply %s: give a size (bytes, or 512k, 1M)\n", opts.llm_max_reply)
     return 2
   end
-  local ctx = setmetatable({ task = task, opts = opts, history = {}, verdicts = {}, stages = {}, t0 = C.kl_now(), done_keys = {},
+  local ctx = setmetatable({ task = task, opts = opts, history = {}, verdicts = {}, stages = {}, t0 = sys.now(), done_keys = {},
     rng = rng.new(opts.seed), strategy = strategy, path = path, target = target, given = given }, Ctx)
   ctx.ev = eval.new(task, { deadline = opts.deadline > 0 and opts.deadline or nil,
     on_reevaluate = function(result) ctx:reevaluated(result) end,
@@ -548,7 +356,7 @@ function M.run(strategy, path, args)
   local okloop, lerr = xpcall(function()
   for _, cand in ipairs(pending) do
     if not ok or ctx:budget_spent() then break end
-    if C.kl_sigint_pending() > 0 then ok, msg = false, "interrupted" break end
+    if sys.interrupted() then ok, msg = false, sys.INTERRUPTED break end
     local key = M.key(cand)
     if not ctx.done_keys[key] then
       ctx.done_keys[key] = true
@@ -558,7 +366,7 @@ function M.run(strategy, path, args)
   end
   while ok do
     -- the Ctrl-C hook may have fired inside a pcall that swallowed it: the count stays
-    if C.kl_sigint_pending() > 0 then ok, msg = false, "interrupted" break end
+    if sys.interrupted() then ok, msg = false, sys.INTERRUPTED break end
     local spent = ctx:budget_spent()
     if spent then reason = "budget: " .. spent break end
     local cands
@@ -576,7 +384,7 @@ function M.run(strategy, path, args)
     if not ok then break end
     local prop = ctx.proposer
     for _, cand in ipairs(cands) do
-      if ctx:budget_spent() or C.kl_sigint_pending() > 0 then break end
+      if ctx:budget_spent() or sys.interrupted() then break end
       if prop and prop.pump then prop:pump() end
       local key = not cand.skip and M.key(cand)
       if key and not ctx.done_keys[key] then
@@ -603,10 +411,10 @@ function M.run(strategy, path, args)
   -- closing: from here a signal is only counted (a repeat after a while still ends
   -- kloop), so the done hook, the store and the summary are not cut short
   native.sigint_hold(true)
-  local signo = C.kl_sigint_signal()
-  if C.kl_sigint_pending() > 0 and ok then ok, msg = false, "interrupted" end
+  local signo = sys.interrupt_signal()
+  if sys.interrupted() and ok then ok, msg = false, sys.INTERRUPTED end
   if not ok then
-    if C.kl_sigint_pending() > 0 or tostring(msg):find("interrupted", 1, true) then
+    if sys.interrupted() or sys.is_interrupt(msg) then
       status, reason = "interrupted", signo == 2 and "Ctrl-C" or SIGNAL_NAMES[signo] or "Ctrl-C"
     else
       status, reason = "failed", msg
@@ -652,33 +460,6 @@ function M.run(strategy, path, args)
   if status == "failed" then util.eprintf("kloop: %s\n", reason) return M.EXIT.failed end
   if status == "interrupted" then return M.EXIT[reason] or (signo > 0 and 128 + signo) or M.EXIT.SIGINT end
   return M.EXIT.done
-end
-
-function M.summary(ctx, status, reason)
-  if not ctx.opts.quiet and C.kl_isatty(1) == 1 then io.stdout:write("\r\27[K") end
-  if #ctx.history == 0 then
-    -- (a run that failed before its first evaluation has its error message instead)
-    if status ~= "interrupted" then return end
-    print(string.format("\nrun %s (%s) on %s: no candidate evaluated", status, tostring(reason or ""), ctx.task.name))
-    return
-  end
-  local n = #ctx.history
-  local dt = C.kl_now() - ctx.t0
-  print(string.format("\nrun %s (%s) on %s: %d candidates in %.1f s (%.1f/min), seed %s",
-    status, tostring(reason or ""), ctx.task.name, n - 1, dt, (n - 1) / math.max(dt, 1e-9) * 60, rng.format(ctx.opts.seed)))
-  print("verdicts: " .. ctx:verdict_text())
-  if ctx.opts.cascade == "on" or (ctx.stages.screened or 0) > 0 then
-    print(string.format("stages: full %d, screened only %d", ctx.stages.full or 0, ctx.stages.screened or 0))
-  end
-  local b = ctx.baseline and ctx.baseline.result
-  if b and b.time_ms then print(string.format("baseline: %.4f ms", b.time_ms)) end
-  if ctx.best then
-    local r = ctx.best.result
-    print(string.format("best:     %.4f ms (%s)%s  %s", r.time_ms,
-      r.tflops and string.format("%.2f TFLOP/s", r.tflops) or "",
-      ctx:speedup(ctx.best) and string.format(", %.2fx over the baseline", ctx:speedup(ctx.best)) or "",
-      ctx:describe(ctx.best)))
-  end
 end
 
 M.Ctx = Ctx -- for tests

@@ -147,7 +147,7 @@ function P:failed(ctx, h, why)
 end
 
 -- While a reply is awaited: the status line (a terminal) or a line every 30 s says so.
-function P:waiting(ctx, h)
+function P:waiting(ctx, _h)
   if ctx.opts.quiet or not ctx.show_waiting then return end
   ctx:show_waiting(self.session:waiting())
 end
@@ -167,16 +167,16 @@ function P:children(ctx, parent, n, opts)
   local tick = function(h) self:waiting(ctx, h) end
   for _, h in ipairs(handles) do
     self.session:wait(h, nil, tick)
-    local tpl = h.tpl
     if h.ok then
       local k, why = extract.extract(h.text, { entry = ctx.task.entry })
       if k then
         ctx.llm.ok, ctx.llm.streak = ctx.llm.ok + 1, 0
-        out[#out + 1] = { source = k.source, proposer = "llm", parent = h.parent or parent, model = h.model,
-          prompt_id = tpl.id, prompt_hash = tpl.version, sampling = h.params, llm_seed = h.params.seed,
-          tokens_in = h.usage and h.usage.input, tokens_out = h.usage and h.usage.output, cost = h.cost,
-          llm_seq = h.seq, template = tpl.id, endpoint = h.endpoint and h.endpoint.name,
-          name = ctx.task.backend == "host" and "llm.c" or "llm.cu" }
+        -- the call's provenance (model, prompt, sampling, seed, tokens, cost) from the session
+        local cand = llm.candidate_fields(h)
+        cand.source, cand.proposer, cand.parent = k.source, "llm", h.parent or parent
+        cand.template = h.tpl.id
+        cand.name = ctx.task.backend == "host" and "llm.c" or "llm.cu"
+        out[#out + 1] = cand
       else
         if not ctx.opts.quiet then print("  proposal without a kernel: " .. tostring(why)) end
         self:failed(ctx, h, "no kernel in the reply: " .. tostring(why))

@@ -71,18 +71,15 @@ function M.repairs(ctx, out, opts)
   return out
 end
 
--- Picks the proposer an option names; "auto" takes the LLM when one is configured.
+-- Picks the proposer an option names; "auto" takes the LLM when one is configured
+-- (llm.new says whether one is). The LLM proposer is required plainly: a load error in
+-- it is a bug and shows, it never turns into a quiet search with tune.
 function M.choose(ctx)
   local want = ctx.opts.proposer or "auto"
   if want == "llm" or want == "auto" then
-    local ok, llm = pcall(require, "kloop.search.proposer_llm")
-    if ok and llm then
-      local p, err = llm.new(ctx)
-      if p then return p end
-      if want == "llm" then error(err, 0) end
-    elseif want == "llm" then
-      error("the llm proposer is not available in this build", 0)
-    end
+    local p, err = require("kloop.search.proposer_llm").new(ctx)
+    if p then return p end
+    if want == "llm" then error(err, 0) end
   end
   local p, err = M.tune(ctx)
   if not p then

@@ -1,7 +1,7 @@
 -- kloop.search.rng: a seeded random generator per run (xorshift64*), so one run seed drives
 -- every random choice of a strategy and a rerun with the same seed repeats them.
 local ffi = require("ffi")
-local core = require("kloop.core.ffi")
+local sys = require("kloop.core.sys")
 
 local M = {}
 local R = {}
@@ -20,7 +20,7 @@ M.MAX_SEED = 2^53 - 1
 -- where a number goes through %.14g (tostring, JSON), and copying it repeats the run.
 function M.fresh_seed()
   local b = ffi.new("uint64_t[1]")
-  core.C.kl_random_bytes(b, 8)
+  ffi.copy(b, sys.random_bytes(8) or string.rep("\0", 8), 8)
   return tonumber(b[0] % 0x400000000000ULL) + 1
 end
 

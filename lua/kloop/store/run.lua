@@ -3,15 +3,18 @@
 -- an evaluation row written when it ends, so a candidate that takes kloop down with it
 -- is in the store and is marked crashed on --resume instead of being run again.
 local store = require("kloop.store.db")
+local schema = require("kloop.store.schema")
+local nvrtc = require("kloop.core.nvrtc")
 local util = require("kloop.util")
-local core = require("kloop.core.ffi")
 
 local M = {}
 local A = {}
 A.__index = A
 
-local LLM_KEEP = { candidate_id = true, request_hash = true, model = true, latency_s = true, http_status = true,
-  tokens_in = true, tokens_out = true, retries = true, cost = true, error = true }
+-- The fields of a strategy's LLM call record (kloop.llm call_record) that an llm_calls
+-- row has (schema.LLM_CALL_FIELDS); the rest (attempts, prompt, cached) is dropped.
+local LLM_KEEP = {}
+for _, f in ipairs(schema.LLM_CALL_FIELDS) do LLM_KEEP[f[1]] = true end
 
 -- Opens the store and starts (or, with ctx.opts.resume, reopens) the run.
 function M.open(ctx, path)
@@ -57,7 +60,7 @@ function M.open(ctx, path)
     o = copy
   end
   local id, berr = db:begin_run({ strategy_path = ctx.path, task = ctx.task, options = o, budget = budget,
-    seed = o.seed, gpu = ctx.gpu, nvrtc_version = ctx.task.backend == "cuda" and core.nvrtc_version() or nil })
+    seed = o.seed, gpu = ctx.gpu, nvrtc_version = ctx.task.backend == "cuda" and nvrtc.version() or nil })
   if not id then db:close() return nil, berr end
   self.run_id = id
   return self
@@ -139,7 +142,7 @@ end
 -- One session event (kloop.llm log): a row per HTTP request, inserted when it is sent
 -- (outcome inflight: a kill leaves it so) and updated when it ends (retry, ok, failed,
 -- cancelled); a cached answer is a row of its own. self.llm_rows[seq] lists a call's rows.
-function A:llm_event(ctx, ev)
+function A:llm_event(_ctx, ev)
   self.llm_rows = self.llm_rows or {}
   self.llm_open = self.llm_open or {}
   local rows = self.llm_rows[ev.seq] or {}
@@ -182,7 +185,7 @@ end
 
 -- Writes a candidate about to be evaluated, with its LLM calls (cand.store_id); a
 -- candidate already stored (one evaluated again on resume) is left as it is.
-function A:propose(ctx, cand)
+function A:propose(_ctx, cand)
   if cand.store_id then return cand.store_id end
   local parents = {}
   if cand.parent and cand.parent.store_id then parents[1] = cand.parent.store_id end
@@ -224,7 +227,7 @@ function A:record_profile(cand)
   if not ok then self:warn("set_profile", err) end
 end
 
-function A:finish(ctx, status, reason)
+function A:finish(_ctx, status, reason)
   local ok, err = self.db:end_run(self.run_id, status, reason)
   if not ok then
     self:warn("end_run", err)

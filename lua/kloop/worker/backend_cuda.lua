@@ -2,6 +2,8 @@
 -- Every operation returns true/value, or nil, message, fatal; fatal means the context
 -- is dead and only a new worker process recovers.
 local core = require("kloop.core.ffi")
+local buf = require("kloop.core.buf")
+local gpu = require("kloop.core.gpu")
 local util = require("kloop.util")
 local ffi = core.ffi
 local C = core.C
@@ -36,13 +38,7 @@ function M.init(req)
   local info = ffi.new("kl_gpu_info")
   ok, msg = check(C.kl_cuda_info(device or 0, info, err))
   if not ok then return nil, msg end
-  M.info = {
-    name = ffi.string(info.name), arch = string.format("sm_%d%d", info.cc_major, info.cc_minor),
-    sm_count = info.sm_count, l2_bytes = info.l2_bytes, clock_khz = info.clock_khz,
-    mem_clock_khz = info.mem_clock_khz, mem_bus_width = info.mem_bus_width,
-    smem_per_block_optin = info.smem_per_block_optin, driver_version = info.driver_version,
-    total_mem = tonumber(info.total_mem), uuid = ffi.string(info.uuid),
-  }
+  M.info = gpu.from_info(info)
   -- A scratch buffer twice the L2 size, read before each timed repetition (flush_cache).
   local flush_bytes = math.max(2 * info.l2_bytes, 2^20)
   local p = ffi.new("uint64_t[1]")
@@ -327,7 +323,7 @@ end
 -- The backend's own device state a candidate could reach: the L2 flush scratch (zeros).
 function M.state_regions()
   if not M.flush_ptr then return {} end
-  return { { ptr = M.flush_ptr, nwords = M.flush_words, mode = C.KL_REGION_CONST, word = 0,
+  return { { ptr = M.flush_ptr, nwords = M.flush_words, mode = buf.REGION.const, word = 0,
     what = "kloop's L2 flush buffer" } }
 end
 

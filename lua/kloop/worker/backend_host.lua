@@ -2,7 +2,8 @@
 -- sandboxed worker. "Device" memory is host memory; a launch is a plain call into the
 -- candidate's shared object; time is the monotonic clock around the call.
 local core = require("kloop.core.ffi")
-local util = require("kloop.util")
+local buf = require("kloop.core.buf")
+local sys = require("kloop.core.sys")
 local ffi = core.ffi
 local C = core.C
 
@@ -102,7 +103,7 @@ local function ptr(addr) return ffi.cast("uint8_t*", addr) end
 function M.h2d(dst, src, bytes) ffi.copy(ptr(dst), src, bytes) return true end
 function M.d2h(dst, src, bytes) ffi.copy(dst, ptr(src), bytes) return true end
 function M.d2d(dst, src, bytes) ffi.copy(ptr(dst), ptr(src), bytes) return true end
-function M.fill32(dst, word, count) C.kl_buf_poison(ptr(dst), count * 4, word) return true end
+function M.fill32(dst, word, count) buf.poison(ptr(dst), count * 4, word) return true end
 
 -- Unpacks the kernel parameter array (pointers to slots) into call arguments.
 local function unpack_params(params)
@@ -117,7 +118,7 @@ local function unpack_params(params)
   return out
 end
 
-function M.launch(fn, grid, block, smem, params)
+function M.launch(fn, _grid, _block, _smem, params)
   local a = unpack_params(params)
   fn(unpack(a, 1, #M.args))
   return true
@@ -125,19 +126,19 @@ end
 
 -- Guard zones and digests: the same computation as the CUDA backend's kernel, in C.
 function M.check_regions(arr, n, out)
-  C.kl_regions_check(arr, n, out)
+  buf.regions_check(arr, n, out)
   return true
 end
 
 function M.sync() return true end
 function M.flush_cache()
-  C.kl_buf_poison(M.flush_ptr, M.flush_bytes, 0x5A5A5A5A)
+  buf.poison(M.flush_ptr, M.flush_bytes, 0x5A5A5A5A)
   return true
 end
 
 local t0, t1
-function M.timer_start() t0 = C.kl_now() return true end
-function M.timer_stop() t1 = C.kl_now() return true end
+function M.timer_start() t0 = sys.now() return true end
+function M.timer_stop() t1 = sys.now() return true end
 function M.timer_read() return (t1 - t0) * 1e3 end
 
 return M

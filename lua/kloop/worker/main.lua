@@ -1,27 +1,17 @@
 -- kloop.worker.main: the evaluation worker process (`kloop --worker BACKEND`). Requests
 -- arrive as framed JSON on fd 3, replies leave on fd 4; stdout is left to kernels.
-local core = require("kloop.core.ffi")
 local cjson = require("cjson")
+local proc = require("kloop.core.proc")
+local sys = require("kloop.core.sys")
 local protocol = require("kloop.worker.protocol")
-local ffi = core.ffi
-local C = core.C
 
 local M = {}
 
-local function recv()
-  local data, n = ffi.new("char*[1]"), ffi.new("size_t[1]")
-  local err = ffi.new("kl_err")
-  if C.kl_chan_recv(3, data, n, err) ~= 0 then return nil end
-  local s = ffi.string(data[0], n[0])
-  C.kl_free(data[0])
-  return s
-end
+-- One request from fd 3, or nil when the parent closed the channel.
+local function recv() return (proc.chan_recv(3)) end
 
-local function send(tbl)
-  local s = cjson.encode(tbl)
-  local err = ffi.new("kl_err")
-  return C.kl_chan_send(4, s, #s, err) == 0
-end
+-- One reply on fd 4: true, or nil when the parent is gone.
+local function send(tbl) return proc.chan_send(4, cjson.encode(tbl)) end
 
 -- Requests that run candidates: each is the protocol function of the same name and
 -- always answers with a result table (a failing candidate is a verdict, not an error).
@@ -50,7 +40,7 @@ function M.main(args)
           local info, err = be.init(req)
           if not info then return { ok = false, error = err } end
           ready = true
-          return { ok = true, gpu = info, pid = C.kl_getpid() }
+          return { ok = true, gpu = info, pid = sys.getpid() }
         elseif not ready then
           return { ok = false, error = "send hello first" }
         elseif req.op == "setup" then

@@ -1,26 +1,19 @@
 -- kloop.worker.protocol: the verification and timing protocols, written once above the
 -- backends. Runs inside a worker process; `be` is a backend module (backend_cuda, ...).
 -- Every failure of a candidate is a result table with a verdict, never an error.
-local core = require("kloop.core.ffi")
+local ffi = require("ffi")
+local buf = require("kloop.core.buf")
+local sys = require("kloop.core.sys")
 local stats = require("kloop.eval.stats")
-local ffi = core.ffi
-local C = core.C
 
 local M = {}
 
-local DTYPE = { f32 = C.KL_F32, f64 = C.KL_F64, f16 = C.KL_F16, bf16 = C.KL_BF16, i32 = C.KL_I32,
-  i64 = C.KL_I64, u32 = C.KL_U32, u8 = C.KL_U8, i8 = C.KL_I8 }
-local DIST = { uniform = C.KL_DIST_UNIFORM, normal = C.KL_DIST_NORMAL, const = C.KL_DIST_CONST, int = C.KL_DIST_INT }
 local SCALAR_CT = { f32 = "float[1]", f64 = "double[1]", i32 = "int32_t[1]", u32 = "uint32_t[1]",
   i64 = "int64_t[1]", u8 = "uint8_t[1]", i8 = "int8_t[1]" }
 
 -- Host buffers (inputs, references, read-backs) through the core's allocator, freed by
 -- the GC when the worker lets go of them.
-local function host_alloc(bytes)
-  local p = C.kl_host_alloc(math.max(bytes, 4))
-  if p == nil then return nil end
-  return ffi.gc(ffi.cast("uint8_t*", p), C.kl_host_free)
-end
+local host_alloc = buf.host_alloc
 
 local function round4(b) return math.ceil(b / 4) * 4 end
 
@@ -33,7 +26,7 @@ local state = nil
 -- allocation. Guards are as large as the buffer, between 64 KiB and 16 MiB a side
 -- (docs/TASKS.md, "Guard zones").
 local GUARD_MIN, GUARD_MAX = 64 * 1024, 16 * 2^20
-local REGION = { digest = C.KL_REGION_DIGEST, guard = C.KL_REGION_GUARD, const = C.KL_REGION_CONST }
+local REGION = buf.REGION
 
 local function guard_size(bytes)
   local g = math.min(math.max(bytes, GUARD_MIN), GUARD_MAX)
@@ -49,7 +42,7 @@ end
 -- A seed for region n of this worker, from the run secret's guard seed (spec.guard_seed).
 local function region_seed(n)
   local key = tostring(state.guard_seed) .. "/" .. n
-  return C.kl_hash64(key, #key, 0x67756172ULL)
+  return sys.hash64(key, 0x67756172ULL)
 end
 
 -- Allocates `bytes` (rounded up to words) between two guard zones; what names it in
@@ -74,7 +67,7 @@ end
 -- Writes a buffer's guard patterns (at setup, and to restore them after a trip).
 local function fill_guards(be, b)
   for _, r in ipairs(b.guards) do
-    C.kl_guard_fill(state.guard_tmp, r.nwords, r.seed)
+    buf.guard_fill(state.guard_tmp, r.nwords, r.seed)
     local ok, msg, fatal = be.h2d(r.ptr, state.guard_tmp, r.nwords * 4)
     if not ok then return nil, msg, fatal end
   end
@@ -83,15 +76,7 @@ end
 
 -- A list of regions checked in one backend call: ffi descriptors built once (the
 -- backend copies them to the device right before each check).
-local function region_list(items)
-  local n = #items
-  local arr = ffi.new("kl_region[?]", math.max(n, 1))
-  for k, r in ipairs(items) do
-    local d = arr[k - 1]
-    d.ptr, d.nwords, d.seed, d.mode, d.word = r.ptr, r.nwords, r.seed or 0, r.mode, r.word or 0
-  end
-  return { items = items, arr = arr, n = n, out = ffi.new("kl_region_result[?]", math.max(n, 1)) }
-end
+local region_list = buf.region_list
 
 local function verdict(v, reason, evidence)
   return { verdict = v, reason = reason, evidence = evidence or {} }
@@ -102,7 +87,7 @@ end
 local anchors = setmetatable({}, { __mode = "k" })
 
 -- Builds the kernel parameter array for a case from the live device buffers.
-local function build_params(spec, case, out_dtype_override, out_ptrs)
+local function build_params(spec, case, out_ptrs)
   local n = #spec.args
   local params = ffi.new("void*[?]", math.max(n, 1))
   local keep = {}
@@ -145,7 +130,7 @@ end
 local function poison_outputs(be, spec, case)
   for i, a in ipairs(spec.args) do
     if a.pointer and a.role == "output" then
-      local ok, msg, fatal = be.fill32(case.dev[i], C.kl_poison_word(DTYPE[a.dtype]), round4(case.bytes[i]) / 4)
+      local ok, msg, fatal = be.fill32(case.dev[i], buf.poison_word(a.dtype), round4(case.bytes[i]) / 4)
       if not ok then return nil, msg, fatal end
     end
   end
@@ -157,7 +142,7 @@ end
 -- the device copies are checked against). spec is the concrete task (see kloop.eval).
 function M.setup(be, spec, ref_cubin)
   free_state(be)
-  local t0 = C.kl_now()
+  local t0 = sys.now()
   if be.set_signature then be.set_signature(spec.args) end
   local ref_mod, msg = be.load(ref_cubin)
   if not ref_mod then return nil, "reference: " .. msg end
@@ -177,7 +162,7 @@ function M.setup(be, spec, ref_cubin)
     for i, a in ipairs(spec.args) do
       if a.pointer then
         local count = cs.args[i].count
-        case.bytes[i] = count * tonumber(C.kl_dtype_size(DTYPE[a.dtype]))
+        case.bytes[i] = count * buf.dtype_size(a.dtype)
         local b, err = alloc_guarded(be, case.bytes[i], string.format("%s (%s)", a.name, cs.label))
         if not b then return fail(string.format("%s: allocating %s: %s", cs.label, a.name, err)) end
         local ok, e2 = fill_guards(be, b)
@@ -197,12 +182,12 @@ function M.setup(be, spec, ref_cubin)
           ffi.fill(h + case.bytes[i], used - case.bytes[i])
           local d = a.dists[(s - 1) % #a.dists + 1]
           local seed = cs.seeds[s][i]
-          if C.kl_buf_fill(h, DTYPE[a.dtype], count, DIST[d.kind], d.a, d.b, seed) ~= 0 then
+          if not buf.fill(h, a.dtype, count, d, seed) then
             return fail("cannot fill " .. a.name)
           end
           set.host_inputs[i] = h
-          set.hashes[i] = C.kl_buf_hash(h, case.bytes[i])
-          set.digests[i] = C.kl_digest(h, used / 4, state.dseed)
+          set.hashes[i] = buf.hash(h, case.bytes[i])
+          set.digests[i] = buf.digest(h, used / 4, state.dseed)
           local b, err = alloc_guarded(be, case.bytes[i], string.format("kloop's copy of input %s (%s, set %d)",
             a.name, cs.label, s))
           if not b then return fail("allocating input copies: " .. err) end
@@ -218,7 +203,7 @@ function M.setup(be, spec, ref_cubin)
       local ref_out = {}
       for i, a in ipairs(spec.args) do
         if a.pointer and a.role ~= "input" then
-          local bytes = cs.args[i].count * tonumber(C.kl_dtype_size(DTYPE[ref_dtype]))
+          local bytes = cs.args[i].count * buf.dtype_size(ref_dtype)
           ref_out[i] = assert(be.alloc(round4(bytes)))
           set.refs[i] = { bytes = bytes }
           if a.role == "inout" then
@@ -227,7 +212,7 @@ function M.setup(be, spec, ref_cubin)
             local h = set.host_inputs[i]
             if ref_dtype ~= a.dtype then
               local conv = host_alloc(bytes)
-              if not conv or C.kl_buf_convert(h, DTYPE[a.dtype], conv, DTYPE[ref_dtype], cs.args[i].count) ~= 0 then
+              if not conv or not buf.convert(h, a.dtype, conv, ref_dtype, cs.args[i].count) then
                 return fail(string.format("cannot convert %s's initial values to the reference's %s", a.name, ref_dtype))
               end
               h = conv
@@ -237,7 +222,7 @@ function M.setup(be, spec, ref_cubin)
           end
         end
       end
-      local params = build_params(spec, case, ref_dtype, ref_out)
+      local params = build_params(spec, case, ref_out)
       local kernels = {}
       for k, p in ipairs(cs.ref_plan) do
         kernels[k] = { fn = ref_fn, grid = p.grid, block = p.block, smem = p.smem }
@@ -254,8 +239,7 @@ function M.setup(be, spec, ref_cubin)
         r.host = h
         r.dtype = ref_dtype
         -- rms of the reference, for the scale of the per-element bound
-        local cmp = ffi.new("kl_cmp")
-        C.kl_buf_compare(h, DTYPE[ref_dtype], h, DTYPE[ref_dtype], cs.args[i].count, 0, 0, 0, 0, cmp)
+        local cmp = buf.compare(h, ref_dtype, h, ref_dtype, cs.args[i].count, 0, 0, false)
         set.ref_rms[i] = cmp.ref_norm / math.sqrt(math.max(1, cs.args[i].count))
         if cmp.n_nonfinite > 0 then
           return fail(string.format("the reference wrote NaN/Inf on %s (element %d)", cs.label, tonumber(cmp.first_nonfinite)))
@@ -294,7 +278,7 @@ function M.setup(be, spec, ref_cubin)
     end
     case.guard_regions = region_list(guards)
     case.launch_regions = region_list(items)
-    for s, set in ipairs(case.sets) do
+    for _, set in ipairs(case.sets) do
       for i, b in pairs(set.bufs) do
         all[#all + 1] = b.guards[1]
         all[#all + 1] = b.guards[2]
@@ -307,8 +291,12 @@ function M.setup(be, spec, ref_cubin)
   state.all_regions = region_list(all)
   local bad = M.check_state(be)
   if bad then return fail("the worker's state does not check out right after setup: " .. bad.reason) end
-  return { seconds = C.kl_now() - t0, cases = #state.cases, sets = spec.nsets,
-    guard_bytes = (function() local t = 0 for _, b in ipairs(state.bufs) do t = t + 4 * (b.guards[1].nwords + b.guards[2].nwords) end return t end)() }
+  return { seconds = sys.now() - t0, cases = #state.cases, sets = spec.nsets,
+    guard_bytes = (function()
+      local t = 0
+      for _, b in ipairs(state.bufs) do t = t + 4 * (b.guards[1].nwords + b.guards[2].nwords) end
+      return t
+    end)() }
 end
 
 -- Runs a region list through the backend; returns the results array or nil, verdict, fatal.
@@ -326,7 +314,8 @@ local function guard_verdict(r, res, phase)
   local ev = { buffer = b.what, side = r.side, offset = offset, count = count, phase = phase }
   local where = r.side == "after" and string.format("%d bytes past the end", offset - b.bytes)
     or string.format("%d bytes before the start", -offset)
-  return verdict("out_of_bounds", string.format("the kernel wrote outside its buffers: %d words changed in the guard zone %s %s%s, the first %s",
+  return verdict("out_of_bounds", string.format(
+    "the kernel wrote outside its buffers: %d words changed in the guard zone %s %s%s, the first %s",
     count, r.side, b.what, phase and (" (" .. phase .. ")") or "", where), ev)
 end
 
@@ -350,9 +339,9 @@ local function check_launch(be, spec, case, s, phase)
       local host = state.scratch[2]
       local ok, msg, f2 = be.d2h(host, case.dev[i], case.bytes[i])
       if not ok then return verdict(f2 and "crashed" or "launch_error", msg), f2 end
-      local idx = C.kl_buf_first_diff(host, case.sets[s].host_inputs[i], DTYPE[a.dtype], case.args[i].count)
+      local idx = buf.first_diff(host, case.sets[s].host_inputs[i], a.dtype, case.args[i].count)
       return verdict("inputs_modified", string.format("input %s was changed by the kernel (%s, first at element %d)",
-        a.name, case.label, tonumber(idx)), { case = case.label, arg = a.name, index = tonumber(idx) })
+        a.name, case.label, idx), { case = case.label, arg = a.name, index = idx })
     end
   end
   return nil
@@ -444,12 +433,10 @@ local function check_outputs(be, spec, case, s, scratch_idx, phase)
       local ok, msg, fatal = be.d2h(host, case.dev[i], case.bytes[i])
       if not ok then return verdict(fatal and "crashed" or "launch_error", msg), fatal end
       local ref = set.refs[i]
-      local cmp = ffi.new("kl_cmp")
       local count = case.args[i].count
       local rms = set.ref_rms[i]
       local max_abs = tol.max_abs or (64 * tol.rel * math.max(rms, 1e-30))
-      C.kl_buf_compare(host, DTYPE[a.dtype], ref.host, DTYPE[ref.dtype], count, max_abs, 64 * tol.rel,
-        C.kl_poison_word(DTYPE[a.dtype]), 1, cmp)
+      local cmp = buf.compare(host, a.dtype, ref.host, ref.dtype, count, max_abs, 64 * tol.rel, true)
       local where = string.format("%s (%s, input set %d%s)", a.name, case.label, s, phase and (", " .. phase) or "")
       local ev = { case = case.label, set = s, arg = a.name, phase = phase, size = case.size }
       if cmp.n_unwritten > 0 then
@@ -583,7 +570,7 @@ local function verify(be, spec, cand, scope)
         if not v then v, fatal = check_launch(be, spec, case, nil, "repeat") end
         if v then return fail_with(cand, v, fatal) end
         be.d2h(state.scratch[1], case.dev[i], case.bytes[i])
-        local idx = tonumber(C.kl_buf_first_diff(state.scratch[1], state.scratch[2], DTYPE[a.dtype], case.args[i].count))
+        local idx = buf.first_diff(state.scratch[1], state.scratch[2], a.dtype, case.args[i].count)
         if idx >= 0 then
           if spec.tolerance.deterministic == "exact" then
             return fail_with(cand, verdict("nondeterministic", string.format(
@@ -648,12 +635,12 @@ local function time_interleaved(be, spec, cands, timing)
   local target = timing.target_ci or 0.01
   local samples = {}
   for c = 1, #cands do samples[c] = {} end
-  local tstart = C.kl_now()
+  local tstart = sys.now()
   local r = 0
   while true do
     r = r + 1
     local s = (r - 1) % spec.nsets + 1
-    local done = r >= max_reps or (r >= min_reps and C.kl_now() - tstart > budget)
+    local done = r >= max_reps or (r >= min_reps and sys.now() - tstart > budget)
     if r >= min_reps and not done then
       done = true
       for c = 1, #cands do
@@ -662,8 +649,9 @@ local function time_interleaved(be, spec, cands, timing)
       end
     end
     for c, cand in ipairs(cands) do
-      local kernels, rv, rf = cand.plans[case.label], nil, nil
+      local kernels = cand.plans[case.label]
       if timing.reload ~= false then
+        local rv, rf
         kernels, rv, rf = reload_for_timing(be, cand, case)
         if not kernels then return nil, c, rv, rf end
       end
@@ -719,7 +707,7 @@ end
 function M.evaluate(be, req)
   if not state then return { verdict = "launch_error", reason = "worker has no task (setup first)" } end
   local spec = state.spec
-  local t0 = C.kl_now()
+  local t0 = sys.now()
   local cand, v = load_candidate(be, req)
   if not cand then return after_candidate(be, v) end
   local screening = req.stage == "screen"
@@ -740,7 +728,7 @@ function M.evaluate(be, req)
   end
   if screening then result.stage, result.screen_case = "screened", scase.label end
   be.unload(cand.mod)
-  result.eval_seconds = C.kl_now() - t0
+  result.eval_seconds = sys.now() - t0
   return after_candidate(be, result)
 end
 
@@ -759,7 +747,7 @@ end
 local function profile(be, req)
   if not state then return { verdict = "launch_error", reason = "worker has no task (setup first)" } end
   local spec = state.spec
-  local t0 = C.kl_now()
+  local t0 = sys.now()
   local cand, v = load_candidate(be, req)
   if not cand then return v end
   local result = not req.verified and verify(be, spec, cand) or nil
@@ -821,7 +809,7 @@ local function profile(be, req)
     if pfatal then be.unload(cand.mod) return fail_with(cand, verdict("crashed", tostring(perr)), true) end
   end
   be.unload(cand.mod)
-  out.eval_seconds = C.kl_now() - t0
+  out.eval_seconds = sys.now() - t0
   return out
 end
 
@@ -831,7 +819,7 @@ local function compare(be, req)
   if not state then return { verdict = "launch_error", reason = "worker has no task (setup first)" } end
   local spec = state.spec
   local cands, out = {}, {}
-  for i, key in ipairs({ "a", "b" }) do
+  for _, key in ipairs({ "a", "b" }) do
     local cand, v = load_candidate(be, req[key])
     if not cand then
       out[key] = v

@@ -1,0 +1,275 @@
+-- kloop.eval.worker_client: the evaluator's worker, from the parent's side: starts it (hello,
+-- the reference, the task's setup, the measured ceilings), sends requests with deadlines
+-- derived from the work, and turns a dead or hung worker into a verdict. The functions
+-- in `methods` are Evaluator methods (kloop.eval.evaluator installs them). The worker is
+-- a kloop.core.proc Proc: an evaluator dropped without close() does not leak it.
+local cjson = require("cjson")
+local util = require("kloop.util")
+local sys = require("kloop.core.sys")
+local proc = require("kloop.core.proc")
+local compile = require("kloop.eval.compile")
+local taskmod = require("kloop.eval.task")
+
+local M = {}
+local W = {}
+M.methods = W
+
+-- The L2 flush before each timed repetition (CUDA): every thread streams float4s of a
+-- buffer twice the L2 that holds zeros; the store never happens, the loads must.
+M.flush_source = [[
+extern "C" __global__ void kloop_l2_flush(const float4 *buf, unsigned long long n4, float *sink) {
+  float acc = 0.0f;
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n4;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    float4 v = buf[i];
+    acc += v.x + v.y + v.z + v.w;
+  }
+  if (acc == 1234.5f) *sink = acc;
+}
+]]
+
+-- Guard zones and state digests on the GPU (kl_regions_check in src/kl_buf.c is the
+-- same computation on the host): blockIdx.y picks a region, the blocks of a row share it.
+-- The descriptors are copied in right before each launch, so a candidate that ran
+-- earlier cannot have changed what is checked; results are zeroed the same way.
+M.check_source = [[
+struct kl_region { unsigned long long ptr, nwords, seed; unsigned mode, word; };
+struct kl_region_result { unsigned long long value, first; };
+__device__ __forceinline__ unsigned kl_fmix32(unsigned h) {
+  h ^= h >> 16; h *= 0x85EBCA6Bu; h ^= h >> 13; h *= 0xC2B2AE35u; h ^= h >> 16; return h;
+}
+__device__ __forceinline__ unsigned kl_pos_key(unsigned long long i, unsigned long long seed) {
+  return kl_fmix32((unsigned)i * 0x9E3779B1u + (unsigned)(i >> 32) * 0x7FEB352Du + (unsigned)seed);
+}
+extern "C" __global__ void kloop_check_regions(const kl_region *regs, kl_region_result *out) {
+  const kl_region g = regs[blockIdx.y];
+  const unsigned *w = (const unsigned *)g.ptr;
+  unsigned long long acc = 0, first = 0;
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < g.nwords;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    unsigned v = w[i];
+    unsigned k = kl_pos_key(i, g.seed);
+    if (g.mode == 0) {
+      acc += kl_fmix32(v ^ k);
+    } else {
+      unsigned want = g.mode == 1 ? kl_fmix32(k ^ (unsigned)(g.seed >> 32)) : g.word;
+      if (v != want) { acc += 1; if (first < ~i) first = ~i; }
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    acc += __shfl_down_sync(0xffffffffu, acc, o);
+    unsigned long long f = __shfl_down_sync(0xffffffffu, first, o);
+    if (f > first) first = f;
+  }
+  if ((threadIdx.x & 31) == 0) {
+    if (acc) atomicAdd(&out[blockIdx.y].value, acc);
+    if (first) atomicMax(&out[blockIdx.y].first, first);
+  }
+}
+]]
+
+-- How long one request may take, and where that figure comes from. A fixed deadline
+-- (the run's --deadline, else the task's) wins; otherwise, once the baseline has been
+-- timed, it follows from the work: the launches the request makes, each estimated from
+-- the baseline's bench time scaled by the cost model, times a generous factor, plus the
+-- timing budget and a floor. Before the baseline: 120 s.
+M.DEADLINE_FLOOR, M.DEADLINE_FACTOR, M.DEADLINE_FIRST = 5, 4, 120
+
+function W:deadline(op, timing)
+  if self.opts.deadline then return self.opts.deadline, "the run's --deadline" end
+  if self.task.deadline then return self.task.deadline, "the task's deadline" end
+  local ref = self.work_ref
+  if not ref then return M.DEADLINE_FIRST, "the first evaluation's default" end
+  local factor = self.opts.deadline_factor or self.task.deadline_factor or M.DEADLINE_FACTOR
+  local bench = self:cost(self.task.sizes.bench)
+  local function scale(size)
+    local c = self:cost(size)
+    return math.max(c.flops / math.max(bench.flops, 1), c.bytes / math.max(bench.bytes, 1), 0.01)
+  end
+  -- verification: every size x (sets + a repeat); timing: at least min_reps, checks included.
+  -- A screen verifies one size with one set, and its timing has no budget to spend.
+  local launches = 0
+  if op == "screen" then
+    launches = scale(self:screen_case().size)
+  else
+    for _, case in ipairs(taskmod.cases(self.task)) do launches = launches + (self.nsets + 1) * scale(case.size) end
+  end
+  timing = timing or {}
+  local reps = (timing.min_reps or 5) + 3
+  local ncand = op == "compare" and 2 or 1
+  if op == "profile" then reps = reps + 4 + 16 end -- activity runs and metric passes
+  local work = ncand * (launches + reps) * ref.ms * 1e-3
+  local budget = ncand * (op == "screen" and 0 or timing.budget or 2.0)
+  local s = M.DEADLINE_FLOOR + factor * work + 2 * budget
+  return s, string.format("%.0fx the expected work (%.1f launches at the baseline's %.3f ms) + %.1f s of timing + %d s",
+    factor, ncand * (launches + reps), ref.ms, 2 * budget, M.DEADLINE_FLOOR)
+end
+
+-- Variables a worker may see: no API keys, nothing of the user's beyond the basics.
+M.worker_env = { "PATH", "HOME", "LANG", "LC_", "CUDA_", "NVIDIA_", "LD_LIBRARY_PATH", "KLOOP_LUA_DIR",
+  "KLOOP_EMBEDDED_ONLY", "KLOOP_CUDA_HOME", "TMPDIR",
+  -- profilers (ncu, compute-sanitizer) inject through these
+  "LD_PRELOAD", "NV_", "NSIGHT", "NVTX_" }
+
+-- A host worker runs C code nobody read: it sees even less.
+M.host_worker_env = { "PATH", "LANG", "LC_", "KLOOP_LUA_DIR", "KLOOP_EMBEDDED_ONLY", "TMPDIR" }
+
+function W:spawn()
+  local argv = { sys.exe_path() or "kloop", "--worker", self:backend() }
+  local env_list = self:backend() == "host" and M.host_worker_env or M.worker_env
+  local p, err = proc.spawn(argv, env_list)
+  if not p then return nil, err end
+  self.proc = p
+  return true
+end
+
+-- The worker's last output (a killed worker's is kept: printf floods, crash messages).
+function W:output_tail()
+  if not self.proc then return self.last_tail or "" end
+  return self.proc:tail()
+end
+
+-- One request/reply with a deadline. Returns reply, or nil, kind ("timeout"|"crashed"|"error"), msg.
+function W:request(req, timeout_s)
+  local sent, serr = self.proc:send(cjson.encode(req))
+  if not sent then
+    self:kill()
+    return nil, "crashed", serr
+  end
+  local reply, kind, msg = self.proc:recv(timeout_s)
+  if not reply then
+    self:kill()
+    if kind == "timeout" then
+      return nil, "timeout", string.format("no answer within %.0f s: the worker was killed", timeout_s)
+    end
+    return nil, "crashed", msg
+  end
+  local ok, tbl = pcall(cjson.decode, reply)
+  if not ok then
+    -- a Ctrl-C served inside this pcall is not the worker's fault: pass it on
+    if sys.is_interrupt(tbl) then error(tbl, 0) end
+    sys.check_interrupt()
+    self:kill()
+    return nil, "error", "unreadable reply from the worker"
+  end
+  return tbl
+end
+
+function W:kill()
+  if self.proc then
+    self.last_tail = self.proc:tail()
+    self.proc:kill()
+    self.proc = nil
+    self.ready = false
+  end
+end
+
+function W:close()
+  if self.proc then
+    self.proc:send(cjson.encode({ op = "quit" }))
+    self.proc:close(2000)
+    self.proc = nil
+    self.ready = false
+  end
+end
+
+-- Starts (or restarts) the worker: hello, compile the reference, set the task up, and
+-- (CUDA, once per evaluator) measure the ceilings.
+function W:start()
+  if self.ready then return true end
+  local ok, err = self:spawn()
+  if not ok then return nil, "cannot start a worker: " .. err end
+  local hello, kind, msg = self:request({ op = "hello", device = self.opts.device or 0,
+    sandbox = self.opts.sandbox, device_heap = self.task.device_heap }, 60)
+  if not hello then return nil, "worker did not start (" .. kind .. "): " .. msg .. "\n" .. self:output_tail() end
+  if not hello.ok then self:kill() return nil, hello.error end
+  self.gpu = hello.gpu
+  self.arch = self.opts.arch or hello.gpu.arch
+  if not self.ref_job then
+    local ref = self.task.reference
+    local src = ref.baseline and self.task.source or ref.source
+    local job = self:compile_source(src, { name = ref.baseline and util.basename(self.task.kernel) or util.basename(ref.path),
+      entries = { ref.entry or self.task.entry } })
+    if not job.ok then
+      self:kill()
+      return nil, "the reference does not compile:\n" .. compile.filter_log(job.log)
+    end
+    self.ref_job = job
+  end
+  if not self.task_spec then
+    self.task_spec = self:spec()
+    -- a C++ reference resolves by its lowered name
+    local low = self.ref_job.lowered or {}
+    local spec = self.task_spec
+    spec.reference.entry = low[spec.reference.entry] or spec.reference.entry
+    for _, case in ipairs(spec.cases) do
+      for _, k in ipairs(case.ref_plan) do k.entry = low[k.entry] or k.entry end
+    end
+  end
+  local own = {} -- kloop's own kernels the CUDA worker needs: the L2 flush and the state check
+  if self:backend() == "cuda" then
+    for _, k in ipairs({ { "flush", M.flush_source, "kloop_l2_flush.cu", "L2 flush" },
+                         { "check", M.check_source, "kloop_check_regions.cu", "state-check" } }) do
+      local j = compile.compile(k[2], { arch = self.arch, name = k[3] })
+      if not j.ok then
+        self:kill()
+        return nil, "kloop's " .. k[4] .. " kernel does not compile:\n" .. compile.filter_log(j.log)
+      end
+      own[k[1]] = j.cubin_path
+    end
+  end
+  local t0 = sys.now()
+  local r
+  r, kind, msg = self:request({ op = "setup", spec = self.task_spec, ref_cubin = self.ref_job.cubin_path,
+    flush_cubin = own.flush, check_cubin = own.check }, 900)
+  if not r then return nil, "task setup failed (" .. kind .. "): " .. msg end
+  if not r.ok then self:kill() return nil, "task setup failed: " .. tostring(r.error) end
+  self.setup_seconds = sys.now() - t0
+  self.ready = true
+  if self:backend() == "cuda" and self.opts.measure_peaks ~= false and self.measured == nil then
+    -- measured once per evaluator (and cached on disk per GPU); a failure only costs the
+    -- figure: self.measured = false is never measured again, so no candidate pays for it
+    local p = require("kloop.eval.peaks").get(self)
+    self.measured = p or false
+    -- the measurement killed the worker: one restart, without the ceilings
+    if not self.proc then self.ready = false return self:start() end
+  end
+  return true
+end
+
+-- Sends a request that runs candidate code; a dead or hung worker becomes a verdict.
+function W:run_request(req)
+  local deadline, source = self:deadline(req.op, req.timing)
+  local reply, kind, msg = self:request(req, deadline)
+  if not reply and kind == "timeout" then
+    msg = string.format("no answer within %.1f s (deadline: %s): the worker was killed", deadline, source)
+  end
+  if not reply then
+    self.restarts = self.restarts + 1
+    if msg:find("signal 31", 1, true) then
+      msg = msg .. ": the sandbox stopped a forbidden system call (exec, fork, sockets, signals to other processes,"
+        .. " file writes or metadata changes: docs/SECURITY.md)"
+    end
+    return nil, { verdict = kind == "timeout" and "timeout" or "crashed", reason = msg,
+      output_tail = self:output_tail() }
+  end
+  if reply.ok == false then
+    -- kloop's own worker code failed: say so plainly, and start afresh next time
+    self:kill()
+    return nil, { verdict = "crashed", reason = "kloop worker error: " .. tostring(reply.error) }
+  end
+  reply.ok = nil
+  if reply.restart then
+    -- the worker could not show its state intact after this candidate: it exited
+    self:kill()
+    self.restarts = self.restarts + 1
+  end
+  if reply.fatal then
+    -- the worker exits after a fatal error; reap it so the next call restarts it
+    self:kill()
+    self.restarts = self.restarts + 1
+  end
+  return reply
+end
+
+return M

@@ -1,0 +1,277 @@
+-- kloop.llm.wire: the two wire formats (OpenAI-compatible chat completions, Anthropic
+-- messages): request bodies and headers, the provider parameter rules, reply parsing
+-- and usage, what an error reply or a transport failure means, and the request key.
+-- Pure functions over strings and tables: no network, no state, no secrets kept (the
+-- caller passes an endpoint's key to build). Nothing here raises on what a server sends.
+local cjson = require("cjson")
+local util = require("kloop.util")
+local sys = require("kloop.core.sys")
+
+local M = {}
+
+M.ANTHROPIC_VERSION = "2023-06-01"
+
+-- Provider parameter rules, by model name (the part after a "provider/" prefix):
+-- token_param names the output-token limit the model takes, drop lists parameters it
+-- refuses. OpenAI's reasoning models (o1, o3, o4, gpt-5) take max_completion_tokens
+-- and only the default sampling; Anthropic needs max_tokens and has no seed. The first
+-- match wins; a server that still refuses a parameter (HTTP 400 naming it) gets the
+-- request once more without it, and the endpoint remembers (ep.unsupported).
+M.capabilities = {
+  { api = "anthropic", token_param = "max_tokens", drop = { "seed" } },
+  { match = "^o%d", token_param = "max_completion_tokens", drop = { "temperature", "top_p", "presence_penalty", "frequency_penalty" } },
+  { match = "^gpt%-5", token_param = "max_completion_tokens", drop = { "temperature", "top_p", "presence_penalty", "frequency_penalty" } },
+  { token_param = "max_tokens", drop = {} },
+}
+
+function M.capability(ep)
+  local name = tostring(ep.model or ""):match("([^/]+)$") or ""
+  for _, c in ipairs(M.capabilities) do
+    if (not c.api or c.api == ep.api) and (not c.match or name:lower():match(c.match)) then return c end
+  end
+end
+
+-- s on one line, cut to n bytes (300) with "..." (reasons, error messages).
+local function excerpt(s, n)
+  s = tostring(s or ""):gsub("%s+", " ")
+  n = n or 300
+  if #s > n then return s:sub(1, n) .. "..." end
+  return s
+end
+M.excerpt = excerpt
+
+local function denull(v) if v == cjson.null then return nil end return v end
+
+-- JSON with sorted keys, so equal requests hash equally.
+local function canonical(v)
+  local t = type(v)
+  if t == "table" then
+    if next(v) == nil then return "{}" end
+    if #v > 0 then
+      local parts = {}
+      for i = 1, #v do parts[i] = canonical(v[i]) end
+      return "[" .. table.concat(parts, ",") .. "]"
+    end
+    local parts = {}
+    for _, k in ipairs(util.sorted_keys(v)) do parts[#parts + 1] = cjson.encode(tostring(k)) .. ":" .. canonical(v[k]) end
+    return "{" .. table.concat(parts, ",") .. "}"
+  end
+  return cjson.encode(v)
+end
+M.canonical = canonical
+
+-- Parameters of a request that steer the client, never sent.
+local RESERVED = { deadline_s = true, no_cache = true, timeout_s = true }
+M.RESERVED = RESERVED
+
+-- The cache key of a request: the content hash of the canonical JSON of the API, URL,
+-- model, messages and sent parameters (headers, and so keys, are never part of it).
+function M.request_key(ep, messages, params)
+  local sendable = {}
+  for k, v in pairs(params or {}) do if not RESERVED[k] then sendable[k] = v end end
+  return sys.content_hash(canonical({ api = ep.api, url = ep.url, model = ep.model, messages = messages, params = sendable }))
+end
+
+-- The JSON body and headers of one call (headers carry `key`, the endpoint's; never
+-- stored), and the parameters left out by the capability table or the endpoint's
+-- learned refusals (ep.unsupported) or drop_more.
+function M.build(ep, messages, params, drop_more, key)
+  local body = { model = ep.model }
+  for k, v in pairs(params or {}) do if not RESERVED[k] then body[k] = v end end
+  local dropped = {}
+  local cap = M.capability(ep) or {}
+  local function drop(k)
+    if body[k] ~= nil then body[k] = nil dropped[#dropped + 1] = k end
+  end
+  for _, k in ipairs(cap.drop or {}) do drop(k) end
+  for k in pairs(ep.unsupported or {}) do drop(k) end
+  for k in pairs(drop_more or {}) do drop(k) end
+  local tp = (ep.unsupported or {}).max_tokens and "max_completion_tokens" or cap.token_param
+  if tp == "max_completion_tokens" and params and params.max_tokens ~= nil and not (drop_more or {}).max_completion_tokens then
+    body.max_completion_tokens = params.max_tokens
+    body.max_tokens = nil
+  end
+  table.sort(dropped)
+  local headers = { "Content-Type: application/json", "Accept: application/json" }
+  if ep.api == "anthropic" then
+    local system, msgs = {}, {}
+    for _, m in ipairs(messages) do
+      if m.role == "system" then system[#system + 1] = m.content else msgs[#msgs + 1] = { role = m.role, content = m.content } end
+    end
+    body.messages = msgs
+    if #system > 0 then body.system = table.concat(system, "\n\n") end
+    body.max_tokens = body.max_tokens or ep.max_tokens -- required there
+    headers[#headers + 1] = "anthropic-version: " .. M.ANTHROPIC_VERSION
+    if key then headers[#headers + 1] = "x-api-key: " .. key end
+  else
+    local msgs = {}
+    for i, m in ipairs(messages) do msgs[i] = { role = m.role, content = m.content } end
+    body.messages = msgs
+    if key then headers[#headers + 1] = "Authorization: Bearer " .. key end
+  end
+  return cjson.encode(body), headers, dropped
+end
+
+-- Text that is valid UTF-8: each byte of a malformed sequence becomes U+FFFD (a reply
+-- reaches sources, the store and JSON output); returns the text and the count replaced.
+function M.fix_utf8(s)
+  if type(s) ~= "string" or not s:find("[\128-\255]") then return s, 0 end
+  local out, bad, i, n = {}, 0, 1, #s
+  local start = 1
+  local byte = string.byte
+  while i <= n do
+    local c = byte(s, i)
+    local len = c < 0x80 and 1 or (c >= 0xC2 and c <= 0xDF) and 2 or (c >= 0xE0 and c <= 0xEF) and 3
+      or (c >= 0xF0 and c <= 0xF4) and 4 or 0
+    local ok = len > 0 and i + len - 1 <= n
+    if ok and len > 1 then
+      for j = i + 1, i + len - 1 do
+        local d = byte(s, j)
+        if d < 0x80 or d > 0xBF then ok = false break end
+      end
+      if ok then
+        local d = byte(s, i + 1)
+        if (c == 0xE0 and d < 0xA0) or (c == 0xED and d > 0x9F) or (c == 0xF0 and d < 0x90) or (c == 0xF4 and d > 0x8F) then
+          ok = false -- overlong, surrogate or beyond U+10FFFF
+        end
+      end
+    end
+    if ok then
+      i = i + len
+    else
+      out[#out + 1] = s:sub(start, i - 1)
+      out[#out + 1] = "\239\191\189"
+      bad = bad + 1
+      i = i + 1
+      start = i
+    end
+  end
+  if bad == 0 then return s, 0 end
+  out[#out + 1] = s:sub(start)
+  return table.concat(out), bad
+end
+
+-- The parameter a 400 says the model does not take (OpenAI: error.param, or
+-- "Unsupported parameter: 'x'" / "Unsupported value: 'x'"; Anthropic: "x: Extra
+-- inputs are not permitted"), or nil.
+local function unsupported_param(raw)
+  local ok, obj = pcall(cjson.decode, raw or "")
+  local e = ok and type(obj) == "table" and denull(obj.error) or nil
+  local msg = type(e) == "table" and tostring(denull(e.message) or "") or tostring(raw or "")
+  local param = type(e) == "table" and type(denull(e.param)) == "string" and e.param or nil
+  param = param or msg:match("[Uu]nsupported parameter:? '([%w_]+)'") or msg:match("[Uu]nsupported value:? '([%w_]+)'")
+    or msg:match("'([%w_]+)' is not supported") or msg:match("([%w_]+): [Ee]xtra inputs are not permitted")
+  if param and (msg:lower():find("unsupported", 1, true) or msg:lower():find("not supported", 1, true)
+      or msg:lower():find("not permitted", 1, true)) then
+    return param
+  end
+end
+
+M.unsupported_param = unsupported_param
+
+-- Parses a 2xx body: {text, usage, finish, truncated, model} or nil, reason, kind.
+function M.parse(ep, raw)
+  if raw == nil or raw == "" then return nil, "empty reply body", "malformed" end
+  local ok, obj = pcall(cjson.decode, raw)
+  if not ok or type(obj) ~= "table" then
+    return nil, "malformed JSON reply (truncated?): " .. excerpt(raw, 120), "malformed"
+  end
+  local text, finish
+  local usage = {}
+  if ep.api == "anthropic" then
+    local content = denull(obj.content)
+    if type(content) ~= "table" or #content == 0 then
+      return nil, "the reply has no content blocks (stop_reason " .. tostring(denull(obj.stop_reason)) .. ")", "empty"
+    end
+    local parts = {}
+    for _, b in ipairs(content) do
+      if type(b) == "table" and b.type == "text" and type(b.text) == "string" then parts[#parts + 1] = b.text end
+    end
+    text = table.concat(parts)
+    finish = denull(obj.stop_reason)
+    local u = denull(obj.usage) or {}
+    usage.input = tonumber(denull(u.input_tokens)) or 0
+    usage.input = usage.input + (tonumber(denull(u.cache_read_input_tokens)) or 0) + (tonumber(denull(u.cache_creation_input_tokens)) or 0)
+    usage.output = tonumber(denull(u.output_tokens)) or 0
+  else
+    local choices = denull(obj.choices)
+    if type(choices) ~= "table" or #choices == 0 then
+      local e = denull(obj.error)
+      if type(e) == "table" then return nil, "error in reply: " .. excerpt(denull(e.message), 200), "http" end
+      return nil, "the reply has no choices", "empty"
+    end
+    local c = choices[1]
+    local msg = type(c) == "table" and denull(c.message) or nil
+    local content = type(msg) == "table" and denull(msg.content) or nil
+    if type(content) == "table" then -- content parts
+      local parts = {}
+      for _, p in ipairs(content) do if type(p) == "table" and type(p.text) == "string" then parts[#parts + 1] = p.text end end
+      content = table.concat(parts)
+    end
+    text = content
+    finish = type(c) == "table" and denull(c.finish_reason) or nil
+    local u = denull(obj.usage) or {}
+    usage.input = tonumber(denull(u.prompt_tokens)) or 0
+    usage.output = tonumber(denull(u.completion_tokens)) or 0
+  end
+  if type(text) ~= "string" or text:match("^%s*$") then
+    return nil, "the reply has no text (finish reason " .. tostring(finish) .. ")", "empty"
+  end
+  return { text = text, usage = usage, finish = finish, model = denull(obj.model),
+    truncated = finish == "length" or finish == "max_tokens" }
+end
+
+-- Error message from an error body ({"error": {"message": ...}} in both protocols).
+local function error_message(raw)
+  local ok, obj = pcall(cjson.decode, raw or "")
+  if ok and type(obj) == "table" then
+    local e = denull(obj.error)
+    if type(e) == "table" then
+      return excerpt(denull(e.message) or denull(e.type) or raw, 300), denull(e.type), denull(e.code)
+    elseif type(e) == "string" then
+      return excerpt(e, 300)
+    end
+  end
+  return excerpt(raw, 300)
+end
+
+-- A 429 that means "no more money", not "slow down": retrying cannot help.
+local function is_quota(raw)
+  local msg, etype, code = error_message(raw)
+  local s = (tostring(etype) .. " " .. tostring(code) .. " " .. tostring(msg) .. " " .. tostring(raw)):lower()
+  return s:find("insufficient_quota", 1, true) or s:find("billing", 1, true) or s:find("spend limit", 1, true)
+    or s:find("credit balance", 1, true) or s:find("quota exceeded", 1, true) ~= nil
+end
+
+-- curl codes worth a retry: could not connect, reset, empty reply, partial, timeout, HTTP/2 stream.
+local RETRY_CURL = { [7] = "connection refused", [16] = "HTTP/2 error", [18] = "partial reply", [28] = "attempt timed out",
+  [52] = "empty reply (connection dropped)", [55] = "send failed", [56] = "connection reset", [92] = "HTTP/2 stream error" }
+
+-- What a failed transfer (a kloop.core.http result with curl_code ~= 0) means: the
+-- reason, and the kind of a failure worth a retry ("timeout", "network"), or nil when
+-- retrying cannot help (a bad URL, an unknown host, TLS).
+function M.transport_failure(res)
+  local code = res.curl_code
+  local why = (RETRY_CURL[code] or "network error") .. ": " .. res.error
+  if res.timed_out ~= 0 and RETRY_CURL[code] then why = res.error end
+  return why, RETRY_CURL[code] and (code == 28 and "timeout" or "network") or nil
+end
+
+-- What an HTTP error reply means: kind, reason ("HTTP n: the server's message") and, for
+-- kind "param" (a 400 naming a parameter the model does not take), that parameter.
+-- Kinds: "quota" (a 429 about money), "auth" (401, 403), "param", "rate_limit" (429)
+-- and "retry" (408, 409, 5xx) worth a retry, "http" (any other: final).
+function M.classify_error(status, raw)
+  local why = string.format("HTTP %d: %s", status, error_message(raw))
+  if status == 429 and is_quota(raw) then return "quota", why end
+  if status == 401 or status == 403 then return "auth", why end
+  if status == 400 then
+    local param = unsupported_param(raw)
+    if param then return "param", why, param end
+  end
+  if status == 429 then return "rate_limit", why end
+  if status == 408 or status == 409 or status >= 500 then return "retry", why end
+  return "http", why
+end
+
+return M

@@ -1,0 +1,112 @@
+-- kloop.search.progress: what a run shows while it runs and when it ends: a line per
+-- evaluated candidate, the status line a terminal keeps under them, the wait for a
+-- model, and the summary. The functions in `methods` are methods of the driver's
+-- context (kloop.search.driver installs them); summary(ctx, status, reason) ends a run.
+local util = require("kloop.util")
+local sys = require("kloop.core.sys")
+local rng = require("kloop.search.rng")
+
+local M = {}
+local P = {}
+M.methods = P
+
+-- The baseline's time over the candidate's, or nil.
+function P:speedup(cand)
+  local b = self.baseline and self.baseline.result
+  if not (b and b.time_ms and cand.result and cand.result.time_ms) then return nil end
+  return b.time_ms / cand.result.time_ms
+end
+
+-- How a candidate reads in a line: its parameters, else its label or proposer.
+function P:describe(cand)
+  local d = {}
+  for _, k in ipairs(util.sorted_keys(cand.defines or {})) do d[#d + 1] = k .. "=" .. tostring(cand.defines[k]) end
+  return (#d > 0 and table.concat(d, " ") or (cand.label or cand.proposer or ""))
+end
+
+-- "ok 3, wrong 1"
+function P:verdict_text()
+  local vs = {}
+  for _, k in ipairs(util.sorted_keys(self.verdicts)) do vs[#vs + 1] = k .. " " .. self.verdicts[k] end
+  return table.concat(vs, ", ")
+end
+
+-- On a terminal, a status line stays under the log lines and is redrawn after each.
+function P:status_line()
+  local n = #self.history - 1
+  local dt = sys.now() - self.t0
+  local best = self.best and self.best.result.time_ms
+  local sp = self.best and self:speedup(self.best)
+  return string.format("%d/%d | %s | best %s%s | %.1f/min | tokens %d | $%.3f", n, self.opts.budget,
+    self:verdict_text(), best and string.format("%.4f ms", best) or "-", sp and string.format(" (%.2fx)", sp) or "",
+    n / math.max(dt, 1e-9) * 60, self.tokens or 0, self.cost or 0)
+end
+
+-- A reply is awaited: on a terminal the status line says for which model and how
+-- long; elsewhere one line at 30 s, 60 s, 120 s, ... (stderr), so a slow model is never
+-- silence.
+function P:show_waiting(list)
+  local w = list and list[1]
+  if not w then return end
+  local text = string.format("waiting for %s: %.0f s%s%s", w.model, w.since,
+    w.attempts > 1 and string.format(" (attempt %d)", w.attempts) or "", #list > 1 and string.format(", %d calls open", #list) or "")
+  if sys.isatty(1) then
+    local now = sys.now()
+    if now - (self.waiting_drawn or 0) < 0.5 then return end
+    self.waiting_drawn = now
+    io.stdout:write("\r\27[K" .. self:status_line() .. " | " .. text)
+    io.stdout:flush()
+  else
+    self.waiting_next = self.waiting_next or 30
+    if w.since >= self.waiting_next then
+      while self.waiting_next <= w.since do self.waiting_next = self.waiting_next * 2 end
+      util.eprintf("kloop: %s\n", text)
+    end
+  end
+end
+
+function P:progress(cand)
+  if self.opts.quiet then return end
+  local tty = sys.isatty(1)
+  if tty then io.stdout:write("\r\27[K") end
+  local r = cand.result
+  local n = #self.history - 1
+  local t = r.time_ms and string.format("%9.4f ms", r.time_ms) or string.rep(" ", 12)
+  local sp = self:speedup(cand)
+  -- with the cascade on, each line says the stage the candidate reached
+  local stage = self.opts.cascade == "on" and ("  [" .. (r.stage or "full") .. "]") or ""
+  io.stdout:write(string.format("[%3d/%d] %-16s %s %s %s%s%s\n", n, self.opts.budget, r.verdict, t,
+    sp and string.format("%6.2fx", sp) or "       ", self:describe(cand), cand.improved and "  (best)" or "", stage))
+  if tty then io.stdout:write(self:status_line()) end
+  io.stdout:flush()
+end
+
+-- The run's last lines: how it ended, the verdicts, the stages, the baseline and the best.
+function M.summary(ctx, status, reason)
+  if not ctx.opts.quiet and sys.isatty(1) then io.stdout:write("\r\27[K") end
+  if #ctx.history == 0 then
+    -- (a run that failed before its first evaluation has its error message instead)
+    if status ~= "interrupted" then return end
+    print(string.format("\nrun %s (%s) on %s: no candidate evaluated", status, tostring(reason or ""), ctx.task.name))
+    return
+  end
+  local n = #ctx.history
+  local dt = sys.now() - ctx.t0
+  print(string.format("\nrun %s (%s) on %s: %d candidates in %.1f s (%.1f/min), seed %s",
+    status, tostring(reason or ""), ctx.task.name, n - 1, dt, (n - 1) / math.max(dt, 1e-9) * 60, rng.format(ctx.opts.seed)))
+  print("verdicts: " .. ctx:verdict_text())
+  if ctx.opts.cascade == "on" or (ctx.stages.screened or 0) > 0 then
+    print(string.format("stages: full %d, screened only %d", ctx.stages.full or 0, ctx.stages.screened or 0))
+  end
+  local b = ctx.baseline and ctx.baseline.result
+  if b and b.time_ms then print(string.format("baseline: %.4f ms", b.time_ms)) end
+  if ctx.best then
+    local r = ctx.best.result
+    print(string.format("best:     %.4f ms (%s)%s  %s", r.time_ms,
+      r.tflops and string.format("%.2f TFLOP/s", r.tflops) or "",
+      ctx:speedup(ctx.best) and string.format(", %.2fx over the baseline", ctx:speedup(ctx.best)) or "",
+      ctx:describe(ctx.best)))
+  end
+end
+
+return M

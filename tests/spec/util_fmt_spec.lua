@@ -1,0 +1,37 @@
+-- tests/spec/util_fmt_spec.lua: the CLI's number formatters in kloop.util (times,
+-- speedups, byte counts, timestamps), one place for every command.
+local util = require("kloop.util")
+
+describe("kloop.util formatters", function()
+  it("write times in ms or us with 4 significant digits or so", function()
+    assert.are.equal("123.4 ms", util.fmt_ms(123.44))
+    assert.are.equal("100.0 ms", util.fmt_ms(100))
+    assert.are.equal("4.000 ms", util.fmt_ms(4))
+    assert.are.equal("1.000 ms", util.fmt_ms(1))
+    assert.are.equal("800.00 us", util.fmt_ms(0.8))
+    assert.are.equal("0.00 us", util.fmt_ms(0))
+    assert.are.equal("-", util.fmt_ms(nil))
+    assert.are.equal("-", util.fmt_ms("3"))
+  end)
+
+  it("write speedups as 5.00x", function()
+    assert.are.equal("5.00x", util.fmt_x(5))
+    assert.are.equal("0.33x", util.fmt_x(1 / 3))
+    assert.are.equal("-", util.fmt_x(nil))
+  end)
+
+  it("write byte counts in decimal units", function()
+    assert.are.equal("512 B", util.fmt_bytes(512))
+    assert.are.equal("1.5 kB", util.fmt_bytes(1500))
+    assert.are.equal("2.0 MB", util.fmt_bytes(2e6))
+    assert.are.equal("1.23 GB", util.fmt_bytes(1.23e9))
+    assert.are.equal("inf", util.fmt_bytes(math.huge))
+    assert.are.equal("-", util.fmt_bytes(nil))
+  end)
+
+  it("write stored UTC timestamps without T, fraction and Z", function()
+    assert.are.equal("2026-01-02 10:00:00", util.fmt_when("2026-01-02T10:00:00.123Z"))
+    assert.are.equal("2026-01-02 10:00:00", util.fmt_when("2026-01-02T10:00:00Z"))
+    assert.are.equal("-", util.fmt_when(nil))
+  end)
+end)

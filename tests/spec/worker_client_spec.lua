@@ -1,0 +1,73 @@
+-- tests/spec/worker_client_spec.lua: the evaluator's worker supervision: a start whose
+-- ceilings measurement keeps killing the worker ends (without the ceilings), and an
+-- evaluator dropped without close() does not leave its worker behind.
+local eval = require("kloop.eval.evaluator")
+local taskmod = require("kloop.eval.task")
+local sys = require("kloop.core.sys")
+
+describe("kloop.eval worker start", function()
+  -- A CUDA evaluator whose worker is scripted: hello and setup succeed, the "peaks"
+  -- request kills the worker every time (as a chip that faults on the FMA kernel would).
+  local function crashing_peaks()
+    local ev = eval.new(assert(taskmod.load("kernels/gemm.lua")), { backend = "cuda" })
+    -- a GPU no cache file names: the ceilings are measured, not read
+    local uuid = "GPU-spec-" .. sys.hex64(sys.hash64(assert(sys.random_bytes(8))))
+    ev.spawns, ev.ops = 0, {}
+    ev.spawn = function(self)
+      self.spawns = self.spawns + 1
+      -- the bug recursed without end; stop the spec long before a stack overflow
+      if self.spawns > 8 then error("start recursed: " .. self.spawns .. " workers started", 0) end
+      self.proc = true
+      return true
+    end
+    ev.kill = function(self) self.proc, self.ready = nil, false end
+    ev.request = function(self, req)
+      self.ops[#self.ops + 1] = req.op
+      if req.op == "hello" then
+        return { ok = true, gpu = { arch = "sm_90", name = "sim H200", uuid = uuid, sm_count = 132,
+          clock_khz = 1980000, mem_clock_khz = 2619000, mem_bus_width = 6144 } }
+      elseif req.op == "setup" then
+        return { ok = true }
+      elseif req.op == "peaks" then
+        self:kill()
+        return nil, "crashed", "the worker died (signal 11)"
+      end
+      error("unexpected request " .. tostring(req.op))
+    end
+    return ev
+  end
+
+  it("restarts once when measuring the ceilings kills the worker, and runs without them", function()
+    local ev = crashing_peaks()
+    local ok, err = ev:start()
+    assert.is_true(ok, err)
+    assert.are.equal(2, ev.spawns)
+    assert.is_false(ev.measured)
+    assert.is_true(ev.ready)
+    assert.are.same({ "hello", "setup", "peaks", "hello", "setup" }, ev.ops)
+    -- a later restart (a candidate crashed the worker) does not pay for them again
+    ev:kill()
+    assert.is_true((ev:start()))
+    assert.are.equal(3, ev.spawns)
+    assert.are.equal("setup", ev.ops[#ev.ops])
+    -- the rates still come out, against the datasheet only
+    local r = ev:derive({ verdict = "ok", time_ms = 10 })
+    assert.is_number(r.frac_peak)
+    assert.is_nil(r.frac_measured)
+  end)
+end)
+
+describe("kloop.eval worker ownership", function()
+  it("kills and reaps the worker of an evaluator dropped without close()", function()
+    local ev = eval.new(assert(taskmod.load("examples/cpu/sgemm.c")))
+    assert.is_true((ev:spawn()))
+    local pid = ev.proc.pid
+    assert.is_true(pid > 0)
+    assert.is_true(os.execute("kill -0 " .. pid .. " 2>/dev/null") == 0, "the worker runs")
+    ev = nil -- luacheck: ignore (dropped on the floor, as a REPL user would)
+    collectgarbage()
+    collectgarbage()
+    -- killed and reaped: not even a zombie is left under this pid
+    assert.is_false(os.execute("kill -0 " .. pid .. " 2>/dev/null") == 0, "worker " .. pid .. " outlived its evaluator")
+  end)
+end)
