@@ -99,6 +99,17 @@ static const char *header_value(const char *line, size_t n, size_t name_len, siz
   return v;
 }
 
+/* Copies a header's trimmed value into buf as a C string: 1, or 0 when it is empty or
+   does not fit. */
+static int header_text(const char *line, size_t n, size_t name_len, char *buf, size_t cap) {
+  size_t vlen;
+  const char *v = header_value(line, n, name_len, &vlen);
+  if (vlen == 0 || vlen >= cap) return 0;
+  memcpy(buf, v, vlen);
+  buf[vlen] = 0;
+  return 1;
+}
+
 /* Picks out the headers the retry policy and audit need: retry-after (seconds or an
    HTTP date), retry-after-ms, and a request id. A new response (after a 100 or a
    redirect) starts over. */
@@ -113,19 +124,13 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *userp) {
     r->retry_after_ms = -1;
     r->request_id[0] = 0;
   } else if (n > 15 && strncasecmp(line, "retry-after-ms:", 15) == 0) {
-    const char *v = header_value(line, n, 15, &vlen);
-    if (vlen > 0 && vlen < sizeof tmp) {
-      memcpy(tmp, v, vlen);
-      tmp[vlen] = 0;
+    if (header_text(line, n, 15, tmp, sizeof tmp)) {
       char *endp;
       double ms = strtod(tmp, &endp);
       if (endp != tmp && ms >= 0) r->retry_after_ms = ms; /* the finer header wins */
     }
   } else if (n > 12 && strncasecmp(line, "retry-after:", 12) == 0) {
-    const char *v = header_value(line, n, 12, &vlen);
-    if (vlen > 0 && vlen < sizeof tmp) {
-      memcpy(tmp, v, vlen);
-      tmp[vlen] = 0;
+    if (header_text(line, n, 12, tmp, sizeof tmp)) {
       char *endp;
       double s = strtod(tmp, &endp);
       double ms = -1;
