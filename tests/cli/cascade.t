@@ -36,12 +36,13 @@ screened evaluation has its reason say so and three timed repetitions:
   $ kloop show 1 | grep -c 'ok (screened)' | awk '$1 >= 1 { print "screened rows shown" }'
   screened rows shown
 
-`kloop best` is a full evaluation, the fastest of them:
+`kloop best` is a full evaluation, the one the run crowned last (by an interleaved A/B
+against the best before it, not by its median):
 
   $ kloop best --json | python3 -c "import json,sys; print(json.load(sys.stdin)['evaluation']['stage'])"
   full
   $ B=$(kloop best --json | python3 -c "import json,sys; print(json.load(sys.stdin)['evaluation']['median_ms'])")
-  $ sqlite3 kloop.db "SELECT abs(min(median_ms) - $B) < 1e-9 FROM evaluations WHERE stage = 'full' AND verdict = 'ok'"
+  $ sqlite3 kloop.db "SELECT abs(median_ms - $B) < 1e-9 FROM evaluations WHERE stage = 'full' AND verdict = 'ok' AND json_extract(extra_json, '$.crowned') = 1 ORDER BY id DESC LIMIT 1"
   1
 
 A screened evaluation faster than every full one is still no best, in `best`, `show`
@@ -88,6 +89,6 @@ Bad values are usage errors:
 Exporting a screened candidate says that it is one:
 
   $ C=$(sqlite3 kloop.db "SELECT e.candidate_id FROM evaluations e JOIN candidates c ON c.id = e.candidate_id WHERE c.run_id = 1 AND e.stage = 'screened' AND e.median_ms > 1e-6 ORDER BY e.id LIMIT 1")
-  $ kloop export "c:$C" -o ex > /dev/null; grep -c '^// screened only' ex/*.c; python3 -c "import json; print(json.load(open('ex/provenance.json'))['evaluation']['stage'])"
+  $ kloop export "c:$C" -o ex --force > /dev/null; grep -c '^// screened only' ex/*.c; python3 -c "import json; print(json.load(open('ex/provenance.json'))['evaluation']['stage'])"
   1
   screened

@@ -23,3 +23,25 @@ A wrong candidate gets its verdict and exit 3:
   $ kloop check examples/cpu/sgemm.c --candidate $CRAMTMP/ones.c | sed -n 2p; echo "exit ${PIPESTATUS[0]}"
   verdict    wrong
   exit 3
+
+`kloop replay` re-times a stored candidate: exit 0 when the verdict is the same and the
+new median lies inside the stored CI, 1 when the time moved outside it (and it says by
+how much), 3 when the verdict changed:
+
+  $ export KLOOP_DB=$CRAMTMP/replay.db
+  $ kloop tune examples/cpu/sgemm_blocked.c --budget 1 --timing-budget 0.05 --promote off --quiet > /dev/null; echo "exit $?"
+  exit 0
+  $ sqlite3 $KLOOP_DB "UPDATE evaluations SET ci_lo_ms = 0, ci_hi_ms = 1e9 WHERE candidate_id = 1"
+  $ kloop replay 1 --budget 0.05 | tail -1; echo "exit ${PIPESTATUS[0]}"
+  time now / stored = * (glob)
+  exit 0
+  $ sqlite3 $KLOOP_DB "UPDATE evaluations SET median_ms = median_ms / 1000, ci_lo_ms = median_ms / 1001, ci_hi_ms = median_ms / 999 WHERE candidate_id = 1"
+  $ kloop replay 1 --budget 0.05 | tail -1; echo "exit ${PIPESTATUS[0]}"
+  time moved: *x the stored median, outside the stored CI [*, *] (glob)
+  exit 1
+  $ kloop replay 1 --budget 0.05 --json | python3 -c "import json,sys; r=json.load(sys.stdin); print(r['same_verdict'], r['time_moved'], r['time_ratio'] > 100)"
+  True True True
+  $ sqlite3 $KLOOP_DB "UPDATE evaluations SET verdict = 'wrong' WHERE candidate_id = 1"
+  $ kloop replay 1 --budget 0.05 | grep -c '^verdict changed'; echo "exit ${PIPESTATUS[0]}"
+  1
+  exit 3

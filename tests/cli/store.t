@@ -44,6 +44,7 @@ show RUN, show c:ID (or --candidate ID):
   params     BM=16,BN=64
   source     14 lines, hash d49dc0d0177fcccaefd8dd3d488fd051
   created    2026-01-02 10:02:00
+  promotion  not promoted
   lineage (the candidate, then its ancestors by generation):
     GEN  CANDIDATE  PROPOSER  MODEL     VERDICT  MEDIAN    PARENTS
     0    c:3        llm       claude-x  wrong    -         c:2
@@ -87,7 +88,10 @@ export writes the kernel with provenance (parameters as #defines), a C header wi
 plan, and provenance.json; from the source tree the plan comes from the task when none
 was recorded:
 
-  $ kloop export 4 -o out
+  $ kloop export 4 -o out; echo "exit $?"
+  kloop export: c:4 is not promoted: run `kloop promote 4` first, or give --force to export it anyway (the files then say so)
+  exit 1
+  $ kloop export 4 -o out --force
   c:4 -> out/kernel.cu, out/launch_plan.h, out/provenance.json
   $ ls out
   kernel.cu
@@ -98,7 +102,7 @@ was recorded:
   // proposed by llm, model claude-x, prompt rewrite@9f2c01ab, seed 1235
   // parents c:2, c:1
   // verdict ok, median 800.00 us (95% CI 792.00 us .. 808.00 us), 5.00x the baseline, on NVIDIA H200 sm_90
-  // source hash 264040cad8bebddfb662196dbe96c366, kloop 0.1.0, strategy strategies/beam.lua; full provenance in provenance.json
+  // exported WITHOUT promotion (--force): not promoted
   $ grep -A2 'plan\[\]' out/launch_plan.h
   static const kloop_c4_launch kloop_c4_plan[] = {
     { "gemm", { 64, 256, 1 }, { 64, 16, 1 }, 0 },
@@ -106,11 +110,11 @@ was recorded:
   $ cc -fsyntax-only -x c out/launch_plan.h && c++ -fsyntax-only -x c++ out/launch_plan.h && echo compiles
   compiles
   $ sed -n '6,9p' out/kernel.cu
+  // source hash 264040cad8bebddfb662196dbe96c366, kloop 0.1.0, strategy strategies/beam.lua; full provenance in provenance.json
   // the candidate's parameters (it was compiled with -D for each)
   #ifndef BM
   #define BM 16
-  #endif
-  $ cd "$KLOOP_SRC" && kloop export 2 -o "$OLDPWD/out2" > /dev/null; cd "$OLDPWD"
+  $ cd "$KLOOP_SRC" && kloop export 2 -o "$OLDPWD/out2" --force > /dev/null; cd "$OLDPWD"
   $ grep -E '^(/\*|#define KLOOP|  \{)' out2/launch_plan.h
   /* launch_plan.h: launch plan of kloop candidate 2 (task sgemm) at the task's bench size. */
   #define KLOOP_C2_LAUNCH_PLAN_H
@@ -155,11 +159,13 @@ Bad input: a clear message and a non-zero exit, never a traceback:
   exit 1
   $ kloop export 4; echo "exit $?"
   kloop export: give the output folder with -o DIR
-  usage: kloop export CANDIDATE -o DIR [--db PATH] [--json]
+  usage: kloop export CANDIDATE -o DIR [--force] [--db PATH] [--json]
   
   Writes into DIR: kernel.cu (or .c) with a provenance header (and the candidate's
   parameters as #defines), launch_plan.h (the launch plan at the task's bench size
-  as C constants, and the plan as JSON), and provenance.json.
+  as C constants, and the plan as JSON), and provenance.json, both with the
+  promotion's evidence. Only a promoted candidate is exported (kloop promote ID,
+  docs/PROMOTION.md); --force exports another, and says so in both files.
   
   common options:
     --db PATH     the store (default $KLOOP_DB, else ./kloop.db)
@@ -171,5 +177,5 @@ Bad input: a clear message and a non-zero exit, never a traceback:
   exit 2
   $ cp fx.db newer.db && "$KLOOP" -e 'local s = require("kloop.store.db") local db = assert(s.open("newer.db")) assert(db:exec("PRAGMA user_version = 9")) db:close()'
   $ kloop runs --db newer.db; echo "exit $?"
-  kloop runs: newer.db: schema version 9 is newer than this kloop understands (it knows up to *); use a newer kloop (glob)
+  kloop runs: newer.db: schema version 9 is newer than this kloop understands (it knows up to 7); use a newer kloop
   exit 1

@@ -47,7 +47,7 @@ its -shm file in this folder, so kloop reads it with immutable=1):
   $ ro ro "$KLOOP" diff 2 3 --db fx.db | head -2
   --- c:2 (run 1, tune, BM=16,BN=64)
   +++ c:3 (run 1, llm, BM=16,BN=64)
-  $ ro ro "$KLOOP" export 4 -o "$top/exported" --db fx.db
+  $ ro ro "$KLOOP" export 4 -o "$top/exported" --db fx.db --force
   c:4 -> /*/exported/kernel.cu, /*/exported/launch_plan.h, /*/exported/provenance.json (glob)
   $ ls ro; [ "$(fp ro/fx.db)" = "$before" ] && echo untouched
   fx.db
@@ -156,5 +156,5 @@ becomes the character U+0080..U+00FF of the same number.
   exit 1
   $ kloop diff 1 1 --db bytes.db --json | utf8 '["removed"]'
   0
-  $ kloop export 1 -o exp2 --db bytes.db > /dev/null && utf8 '["evaluation"]["reason"]' < exp2/provenance.json
+  $ kloop export 1 -o exp2 --db bytes.db --force > /dev/null && utf8 '["evaluation"]["reason"]' < exp2/provenance.json
   'bad byte \xc8 here'

@@ -29,6 +29,17 @@ The run stops at the first budget and says which:
   $ kloop greedy "$T" --budget 100 --time 1 --seed 2 --timing-budget 0.02 --quiet | grep -o 'budget: time'
   budget: time
 
+--report FILE keeps the HTML report of the run (kloop report) up to date while it runs,
+and writes it once more at the end; --promote takes auto or off:
+
+  $ kloop tune "$T" --budget 2 --seed 2 --timing-budget 0.02 --promote off --report live.html --quiet > /dev/null; echo "exit $?"
+  exit 0
+  $ R=$(sqlite3 kloop.db "SELECT max(id) FROM runs"); grep -c "run $R" live.html | awk '$1 >= 1 { print "the report names the run" }'
+  the report names the run
+  $ kloop tune "$T" --promote maybe; echo "exit $?"
+  kloop: --promote maybe: give auto or off
+  exit 2
+
 A custom strategy from docs/SCRIPTING.md runs unchanged from another directory:
 
   $ mkdir elsewhere && cp "$KLOOP_SRC/examples/strategies/random_walk.lua" elsewhere/ && cd elsewhere

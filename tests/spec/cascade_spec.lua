@@ -3,6 +3,8 @@
 -- strategy sees, and that only full evaluations are bests. The evaluator is a double.
 local driver = require("kloop.search.driver")
 
+local OK = function(ms) return { verdict = "ok", time_ms = ms } end
+
 -- scripted: source -> {screen = result, full = result}; calls logs "screen x" / "full x"
 local function fake_ev(script)
   local ev = { calls = {} }
@@ -20,6 +22,13 @@ local function fake_ev(script)
     r.stage = "full"
     return r
   end
+  -- the crowning A/B: the scripted full times, measured again without noise
+  function ev:compare(src_a, src_b)
+    self.calls[#self.calls + 1] = "ab " .. src_a .. " " .. src_b
+    local ta, tb = script[src_a].full.time_ms, script[src_b].full.time_ms
+    local ci = script[src_b].ab_ci or { ta / tb, ta / tb }
+    return { a = OK(ta), b = OK(tb), ratio = ta / tb, ratio_ci = ci, blocks = 6, order = "ABBA" }
+  end
   return ev
 end
 
@@ -30,7 +39,6 @@ local function ctx_with(ev, opts)
   return setmetatable({ ev = ev, opts = o, history = {}, verdicts = {}, stages = {} }, driver.Ctx)
 end
 
-local OK = function(ms) return { verdict = "ok", time_ms = ms } end
 
 describe("the evaluation cascade (ctx:evaluate)", function()
   it("screens, promotes within the margin of the best screen, and takes bests from full evaluations only", function()
@@ -77,8 +85,9 @@ describe("the evaluation cascade (ctx:evaluate)", function()
     ctx:evaluate(asked)
     assert.are.equal("full", asked.result.stage)
     assert.is_nil(asked.result.screen)
-    assert.are.same({ "screen base", "full base", "screen near", "full near", "screen far", "screen liar", "full liar",
-      "screen after", "full after", "screen bad", "full asked" }, ev.calls)
+    -- a full result faster than the best is crowned by an A/B against it, never by its median
+    assert.are.same({ "screen base", "full base", "screen near", "full near", "ab base near", "screen far", "screen liar",
+      "full liar", "screen after", "full after", "ab near after", "screen bad", "full asked" }, ev.calls)
     -- each candidate counts once against the budget, whatever stage it reached
     assert.are.equal(7, #ctx.history)
     assert.are.same({ full = 5, screened = 2 }, ctx.stages)
@@ -89,7 +98,7 @@ describe("the evaluation cascade (ctx:evaluate)", function()
     local ctx = ctx_with(ev, { cascade = "off" })
     ctx:evaluate({ source = "a", proposer = "baseline" })
     ctx:evaluate({ source = "b", proposer = "tune" })
-    assert.are.same({ "full a", "full b" }, ev.calls)
+    assert.are.same({ "full a", "full b", "ab a b" }, ev.calls)
     assert.are.same({ full = 2 }, ctx.stages)
     assert.are.equal("b", ctx.best.source)
   end)
@@ -114,6 +123,24 @@ describe("the evaluation cascade (ctx:evaluate)", function()
     local none, why = ctx:promote(bad)
     assert.is_nil(none)
     assert.matches("screen failed", why)
+  end)
+
+  it("keeps a candidate whose median beats the best's but whose A/B does not confirm ok, not best", function()
+    local ev = fake_ev({ base = { full = OK(3.0) }, lucky = { full = OK(2.0), ab_ci = { 0.97, 1.04 } } })
+    local ctx = ctx_with(ev, { cascade = "off" })
+    local base = { source = "base", proposer = "baseline" }
+    ctx:evaluate(base)
+    local lucky = { source = "lucky", proposer = "tune" }
+    local r = ctx:evaluate(lucky)
+    assert.are.equal("ok", r.verdict)
+    assert.are.equal(base, ctx.best)
+    assert.is_false(r.crowned)
+    assert.is_false(r.ab.faster)
+    assert.are.same({ 0.97, 1.04 }, r.ab.ratio_ci)
+    assert.matches("not faster", r.ab.why)
+    -- the sentinel evaluating it again changes nothing
+    ctx:reevaluated(r)
+    assert.are.equal(base, ctx.best)
   end)
 
   it("does not profile a screened result", function()

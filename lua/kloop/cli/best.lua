@@ -27,16 +27,20 @@ function M.main(argv)
   if not db then return rc end
   local c, err = db:best(run_id)
   local run = c and db:run(c.run_id)
+  local promotion_line, promotion
+  if c then promotion_line, promotion = common.promotion_state(db, c.id) end
   db:close()
   if not c then return common.say_error("best", err) end
   local speed = run and run.baseline_ms and c.evaluation.median_ms > 0 and run.baseline_ms / c.evaluation.median_ms
   if opts.json then
     c.speedup = speed or nil
+    c.promotion, c.promotion_state = promotion, promotion_line
     print(common.json(c))
     return 0
   end
   print(string.format("c:%d  run %d  %s  %s  %s%s", c.id, c.run_id, run and run.task_name or "?", c.proposer,
     util.fmt_ms(c.evaluation.median_ms), speed and ("  " .. util.fmt_x(speed) .. " the baseline") or ""))
+  common.liner("  ")("promotion", promotion_line)
   common.print_evaluation(c.evaluation, "  ")
   return 0
 end

@@ -9,14 +9,17 @@ local cjson = require("cjson")
 local M = {}
 
 M.usage = common.usage([[
-usage: kloop export CANDIDATE -o DIR [--db PATH] [--json]
+usage: kloop export CANDIDATE -o DIR [--force] [--db PATH] [--json]
 
 Writes into DIR: kernel.cu (or .c) with a provenance header (and the candidate's
 parameters as #defines), launch_plan.h (the launch plan at the task's bench size
-as C constants, and the plan as JSON), and provenance.json.
+as C constants, and the plan as JSON), and provenance.json, both with the
+promotion's evidence. Only a promoted candidate is exported (kloop promote ID,
+docs/PROMOTION.md); --force exports another, and says so in both files.
 ]])
 
 local fmt_ms = util.fmt_ms
+local promotion_of
 
 -- The launch plan at the bench size: the stored one, else from the task on disk.
 -- Returns plan, size, where it came from (or nil, nil, why there is none).
@@ -93,6 +96,15 @@ local function kernel_text(c, run, prov)
   else
     h[#h + 1] = "// not evaluated"
   end
+  local pr = prov.promotion or {}
+  if pr.state == "promoted" then
+    h[#h + 1] = string.format("// %s", pr.summary)
+    for _, st in ipairs(pr.steps or {}) do
+      h[#h + 1] = string.format("//   %s %s: %s", st.step, st.status, tostring(st.reason or ""):gsub("\n", " "))
+    end
+  else
+    h[#h + 1] = "// exported WITHOUT promotion (--force): " .. tostring(pr.summary or "not promoted")
+  end
   h[#h + 1] = string.format("// source hash %s, kloop %s, strategy %s; full provenance in provenance.json",
     c.source_hash, run.kloop_version or "?", run.strategy_path or "-")
   if type(c.params) == "table" and next(c.params) then
@@ -139,16 +151,48 @@ local function plan_header(c, run, plan, size, origin)
   return table.concat(L, "\n") .. "\n"
 end
 
+-- The candidate's promotion evidence for the files: {state, summary, id, ratio,
+-- ratio_ci, incumbent_id, reason, steps, hidden_sizes, sanitizer, seconds}; or nil
+-- after saying why the store could not be read.
+promotion_of = function(c, opts)
+  local db = common.open_db("export", opts)
+  if not db then return nil end
+  local summary, p = common.promotion_state(db, c.id)
+  local out = { state = p and p.state or "none", summary = summary }
+  if p then
+    out.id, out.ratio, out.ratio_ci, out.incumbent_id, out.reason = p.id, p.ratio, p.ratio_ci, p.incumbent_id, p.reason
+    out.seconds, out.gpu, out.started_at, out.ended_at = p.seconds, p.gpu, p.started_at, p.ended_at
+    local ev = type(p.evidence) == "table" and p.evidence or {}
+    out.hidden_sizes, out.sanitizer = ev.hidden_sizes, ev.sanitizer
+    out.steps = store.array({})
+    for i, st in ipairs(p.steps or {}) do
+      out.steps[i] = { step = st.step, status = st.status, reason = st.reason, seconds = st.seconds, evidence = st.evidence }
+    end
+  end
+  db:close()
+  return out
+end
+
 function M.main(argv)
-  local opts, pos = common.parse("export", argv, M.usage, { ["-o"] = "value", ["--output"] = "value" })
+  local opts, pos = common.parse("export", argv, M.usage,
+    { ["-o"] = "value", ["--output"] = "value", ["--force"] = "flag" })
   if not opts then return pos end
   local dir = opts.o or opts.output
   if #pos ~= 1 then return args.usage_error("export", "give one candidate id", M.usage) end
   if not dir then return args.usage_error("export", "give the output folder with -o DIR", M.usage) end
   local c, run, lineage = common.stored_candidate("export", opts, pos[1], M.usage, "export takes a candidate id", true)
   if not c then return run end
+  local promotion = promotion_of(c, opts)
+  if not promotion then return 1 end
+  if promotion.state ~= "promoted" and not opts.force then
+    local why = promotion.state == "none" and "" or (" (" .. promotion.summary .. ")")
+    return common.say_error("export", string.format("c:%d is not promoted%s: run `kloop promote %d` first,"
+      .. " or give --force to export it anyway (the files then say so)", c.id, why, c.id))
+  end
   if not util.mkdir_p(dir) then return common.say_error("export", "cannot create " .. dir) end
   local prov = provenance(c, run, lineage)
+  prov.promotion = promotion
+  if promotion.state ~= "promoted" then prov.exported_without_promotion = "exported WITHOUT promotion (--force)" end
   local ext = (run.task_path and run.task_path:match("%.c$")) and "c" or "cu"
   local plan, size, origin = bench_plan(c, run)
   prov.bench_size = size

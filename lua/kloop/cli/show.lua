@@ -46,6 +46,13 @@ local function show_run(db, id, opts)
     line("best", string.format("c:%d %s%s", best.id, fmt_ms(best.evaluation.median_ms),
       run.speedup and (" (" .. util.fmt_x(run.speedup) .. " the baseline)") or ""))
   end
+  local files = db.run_files and db:run_files(id)
+  if type(files) == "table" and #files > 0 then
+    print("files:")
+    for _, f in ipairs(files) do
+      print(string.format("  %-7s %s  %s  hash %s", tostring(f.role), tostring(f.module), tostring(f.path), tostring(f.hash)))
+    end
+  end
   if #cands > 0 then
     print("")
     local rows = {}
@@ -68,8 +75,11 @@ local function show_candidate(db, id, opts)
   if not c then return common.say_error("show", err) end
   local lineage = assert(db:lineage(id))
   local run = db:run(c.run_id)
+  local promotion_line, promotion = common.promotion_state(db, id)
   if opts.json then
     c.lineage = lineage
+    c.promotion = promotion
+    c.promotion_state = promotion_line
     print(common.json(c))
     return 0
   end
@@ -88,6 +98,7 @@ local function show_candidate(db, id, opts)
   line("source", string.format("%d lines, hash %s", nlines, c.source_hash))
   line("note", c.note)
   line("created", fmt_when(c.created_at))
+  line("promotion", promotion_line)
   print("lineage (the candidate, then its ancestors by generation):")
   local rows = {}
   for _, a in ipairs(lineage) do

@@ -248,4 +248,27 @@ function M.print_evaluation(e, indent)
   end
 end
 
+-- A candidate's promotion state in one line (docs/PROMOTION.md): "promoted 1.23x [1.20,
+-- 1.26] vs c:3 (promotion 4)", "refused at hidden_sizes: N=97 wrong (promotion 5)" or
+-- "not promoted"; and the latest promotion row (nil when none). A store older than the
+-- promotion tables (schema 5) has none.
+function M.promotion_state(db, candidate_id)
+  if (db.version or 5) < 5 or not db.latest_promotion then return "not promoted", nil end
+  local p = db:latest_promotion(candidate_id)
+  if not p then return "not promoted", nil end
+  local tail = " (promotion " .. p.id .. ")"
+  if p.state == "promoted" then
+    local ci = p.ratio_ci or {}
+    local inc = p.incumbent_id and ("c:" .. p.incumbent_id) or "the task's kernel"
+    return string.format("promoted %s [%.2f, %.2f] vs %s", util.fmt_x(p.ratio), ci[1] or 0 / 0, ci[2] or 0 / 0, inc)
+      .. tail, p
+  end
+  if p.state == "running" then return "promotion " .. p.id .. " still running (or stopped before its end)", p end
+  -- the reason up to the failing step's own detail: "refused at hidden_sizes: N=97 wrong"
+  local text = p.reason or p.state
+  local first = text:find(": ", 1, true)
+  local second = first and text:find(": ", first + 2, true)
+  return (second and text:sub(1, second - 1) or text) .. tail, p
+end
+
 return M

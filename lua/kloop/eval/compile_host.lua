@@ -112,4 +112,39 @@ function M.compile(src, opts)
   return job
 end
 
+-- A sanitizer build (kloop.eval.sanitize): the candidate and a harness (C source that
+-- holds main) linked into one executable with AddressSanitizer and UBSan, under the
+-- same include fence, option checks and deadline as a candidate build; never cached
+-- (the harness carries the inputs of one promotion). Returns {ok, exe, log, seconds,
+-- timeout} or {ok = false, rejected = true, log}.
+M.sanitize_options = { "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer",
+  "-g", "-O1" }
+
+function M.build_sanitized(src, harness, opts)
+  opts = opts or {}
+  local job, why = M.prepare(src, opts)
+  if not job then return { ok = false, rejected = true, log = why } end
+  local dir = cache_dir():gsub("/host$", "/sanitize") .. "/" .. job.key .. "-" .. sys.getpid()
+  util.mkdir_p(dir)
+  local cpath, hpath, exe = dir .. "/" .. job.name, dir .. "/kloop_harness.c", dir .. "/harness"
+  util.write_file(cpath, src)
+  util.write_file(hpath, harness)
+  local argv = { "/bin/sh", "-c", 'exec "$0" "$@"', M.cc() }
+  -- the task's and candidate's options first (their -O is overridden by the sanitizer's)
+  for i = #M.default_options + 1, #job.options do argv[#argv + 1] = job.options[i] end
+  for _, o in ipairs(M.sanitize_options) do argv[#argv + 1] = o end
+  -- the harness first: its .preinit_array entry (the sandbox) runs before the candidate's
+  for _, o in ipairs({ "-iquote", job.dir, "-o", exe, hpath, cpath, "-lm" }) do argv[#argv + 1] = o end
+  local t0 = sys.now()
+  local status, out, timed_out = run(argv, opts.deadline or compile.default_deadline)
+  local res = { seconds = sys.now() - t0, dir = dir, log = (out or ""):gsub(util.escape_pattern(dir .. "/"), "") }
+  if timed_out then
+    res.ok, res.timeout = false, true
+  else
+    res.ok = status == 0 and util.file_exists(exe)
+    res.exe = res.ok and exe or nil
+  end
+  return res
+end
+
 return M

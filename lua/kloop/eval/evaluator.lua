@@ -12,6 +12,7 @@ local compile_host = require("kloop.eval.compile_host")
 local worker_client = require("kloop.eval.worker_client")
 local rates = require("kloop.eval.rates")
 local sentinel = require("kloop.eval.sentinel")
+local stats = require("kloop.eval.stats")
 
 local M = {}
 
@@ -384,19 +385,26 @@ function Evaluator:evaluate_and_profile(src, opts)
   return r, p
 end
 
--- A/B comparison of two sources (nil: the task's kernel), timed interleaved.
--- Returns {a = result, b = result, ratio = time_a / time_b, ratio_ci = {lo, hi}}.
+-- A/B comparison of two sources (nil: the task's kernel), timed interleaved in ABBA
+-- blocks after a warm-up launch each (kloop.worker.protocol), at least
+-- stats.PAIRED_MIN_REPS repetitions each. opts: defines_a, defines_b, timing.
+-- Returns {a = result, b = result, ratio = time_a / time_b (the median of the blocks'
+-- paired ratios), ratio_ci = {lo, hi} (95%, the sign test's), blocks, order}.
 function Evaluator:compare(src_a, src_b, opts)
   opts = opts or {}
   local ok, err = self:start()
   if not ok then return { a = { verdict = "launch_error", reason = err }, b = { verdict = "launch_error", reason = err } } end
-  local ra, fa, ja = self:prepare(src_a or self.task.source, { defines = opts.defines_a, name = "a.cu" })
-  local rb, fb, jb = self:prepare(src_b or self.task.source, { defines = opts.defines_b, name = "b.cu" })
+  local ext = self:backend() == "host" and ".c" or ".cu"
+  local ra, fa, ja = self:prepare(src_a or self.task.source, { defines = opts.defines_a, name = "a" .. ext })
+  local rb, fb, jb = self:prepare(src_b or self.task.source, { defines = opts.defines_b, name = "b" .. ext })
   if not (ra and rb) then
     return { a = self:annotate(fa or { verdict = "not_run", reason = "the other candidate failed" }, ja),
              b = self:annotate(fb or { verdict = "not_run", reason = "the other candidate failed" }, jb) }
   end
-  local reply, failed = self:run_request({ op = "compare", a = ra, b = rb, timing = self:timing(opts.timing) })
+  -- the worker takes at least this many; the deadline must know it
+  local timing = self:timing(opts.timing)
+  timing.min_reps = math.max(timing.min_reps or 5, stats.PAIRED_MIN_REPS)
+  local reply, failed = self:run_request({ op = "compare", a = ra, b = rb, timing = timing })
   if not reply then return { a = failed, b = failed } end
   reply.a = self:annotate(self:derive(reply.a, opts.defines_a), ja)
   reply.b = self:annotate(self:derive(reply.b, opts.defines_b), jb)

@@ -32,7 +32,7 @@ end
 
 -- Adds achieved rates and the fraction of the ceiling to a timed result.
 function R:derive(result, defines)
-  if result.verdict == "ok" or result.verdict == "too_fast" then
+  if (result.verdict == "ok" or result.verdict == "too_fast") and result.time_ms then
     local floor_ms, cost, peaks = self:floor_ms(defines)
     local sec = result.time_ms * 1e-3
     result.tflops = cost.flops / sec / 1e12

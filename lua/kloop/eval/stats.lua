@@ -52,6 +52,34 @@ function M.bootstrap_ci(xs, rounds, seed)
   return meds[math.max(1, math.floor(rounds * 0.025))], meds[math.min(rounds, math.ceil(rounds * 0.975))]
 end
 
+-- The ratio of two interleaved series a and b (a[r] and b[r] timed next to each other,
+-- in ABBA blocks: kloop.worker.protocol). Each block of two pairs gives one ratio, the
+-- geometric mean of its two pairs' a/b, so a cost of the first place in a pair cancels
+-- within the block; the estimate is the median of the block ratios and the 95% CI is
+-- the sign test's (median_ci) of that same median: distribution-free, and it needs no
+-- symmetry of a skewed ratio distribution. A last pair without its partner is left out.
+-- Returns ratio, lo, hi, blocks (nil when there is no complete pair).
+--
+-- PAIRED_MIN_REPS: the fewest repetitions a comparison takes (6 blocks: with fewer, no
+-- sign-test interval reaches 95%).
+M.PAIRED_MIN_REPS = 12
+
+function M.paired_ratio(a, b)
+  local n = math.min(#a, #b)
+  local blocks = {}
+  for k = 1, math.floor(n / 2) do
+    local r1, r2 = a[2 * k - 1] / b[2 * k - 1], a[2 * k] / b[2 * k]
+    blocks[k] = math.sqrt(r1 * r2)
+  end
+  if #blocks == 0 then
+    if n == 0 then return nil end
+    local r1 = a[1] / b[1]
+    return r1, r1, r1, 0
+  end
+  local med, lo, hi = M.median_ci(blocks)
+  return med, lo, hi, #blocks
+end
+
 function M.summarize(xs)
   local s = sorted(xs)
   local n = #s

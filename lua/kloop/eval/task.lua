@@ -146,7 +146,9 @@ function M.check(t, file, cu_path)
     check_list(t.sizes.hidden, "sizes.hidden", "a list of sizes, like check")
     for i, s in ipairs(t.sizes.hidden) do check_size(s, "sizes.hidden[" .. i .. "]") end
   end
-  task.sizes = { bench = t.sizes.bench, check = t.sizes.check, hidden = t.sizes.hidden }
+  if t.sizes.promote ~= nil then sizes.check_promote(file, t.sizes.promote, t.sizes.bench) end
+  task.sizes = { bench = t.sizes.bench, check = t.sizes.check, hidden = t.sizes.hidden,
+    promote = t.sizes.promote ~= nil and sizes.guard_promote(file, t.sizes.promote) or nil }
 
   -- arguments, checked against the kernel's parameter list
   check_type(file, "args", t.args, "table", 'list the arguments: args = { {"N", "int"}, {"x", "const float*", size = "N"} }')

@@ -94,4 +94,72 @@ function M.concrete_args(task, size, params)
   return out
 end
 
+-- sizes.promote (docs/PROMOTION.md): a function returning extra size tables, or a table
+-- of per-dimension bounds {min, max, multiple_of, values} keyed by size name, with
+-- count, max_bytes and extra (a list of sizes or such a function). Raises a TaskError.
+function M.check_promote(file, v, bench)
+  local field = "sizes.promote"
+  if type(v) == "function" then return end
+  if type(v) ~= "table" then
+    fail(file, field, "expected a table or a function, got " .. fields.describe(v),
+      "promote = { N = { min = 1, max = 8192, multiple_of = 32 } }")
+  end
+  local allowed = {}
+  for _, k in ipairs(fields.FIELDS.promote) do allowed[#allowed + 1] = k end
+  for k in pairs(bench) do allowed[#allowed + 1] = k end
+  table.sort(allowed)
+  fields.known_fields(file, field, v, allowed)
+  for _, k in ipairs({ "count", "max_bytes" }) do
+    if v[k] ~= nil and (type(v[k]) ~= "number" or v[k] < 1 or v[k] ~= math.floor(v[k])) then
+      fail(file, field .. "." .. k, "must be a whole number >= 1, not " .. fields.describe(v[k]))
+    end
+  end
+  if v.extra ~= nil and type(v.extra) ~= "function" then
+    fields.check_type(file, field .. ".extra", v.extra, "table", "extra = { {N = 4097} } or a function returning such a list")
+    fields.check_list(file, v.extra, field .. ".extra", "extra = { {N = 4097} }")
+    for i, s in ipairs(v.extra) do
+      fields.check_type(file, field .. ".extra[" .. i .. "]", s, "table")
+      for k, x in pairs(s) do
+        if bench[k] == nil or type(x) ~= "number" or x < 0 or x ~= math.floor(x) then
+          fail(file, field .. ".extra[" .. i .. "]." .. tostring(k), "must name a size of bench with a whole number >= 0")
+        end
+      end
+    end
+  end
+  for k in pairs(bench) do
+    local b = v[k]
+    if b ~= nil then
+      local f = field .. "." .. k
+      fields.check_type(file, f, b, "table", k .. " = { min = 1, max = 8192, multiple_of = 32 }")
+      fields.known_fields(file, f, b, fields.FIELDS.promote_dim)
+      for _, bk in ipairs({ "min", "max", "multiple_of" }) do
+        local x = b[bk]
+        if x ~= nil and (type(x) ~= "number" or x < (bk == "min" and 0 or 1) or x ~= math.floor(x)) then
+          fail(file, f .. "." .. bk, "must be a whole number, not " .. fields.describe(x))
+        end
+      end
+      if b.min and b.max and b.min > b.max then fail(file, f, "min is above max") end
+      if b.values ~= nil then
+        fields.check_type(file, f .. ".values", b.values, "table", "values = { 4097 }")
+        fields.check_list(file, b.values, f .. ".values", "values = { 4097 }")
+        for i, x in ipairs(b.values) do
+          if type(x) ~= "number" or x < 0 or x ~= math.floor(x) then
+            fail(file, f .. ".values[" .. i .. "]", "must be a whole number >= 0, not " .. fields.describe(x))
+          end
+        end
+      end
+    end
+  end
+end
+
+-- sizes.promote with its functions guarded (the sidecar's deadline, errors named).
+function M.guard_promote(file, v)
+  if type(v) == "function" then return sidecar.guard(file, "sizes.promote", v) end
+  if type(v.extra) ~= "function" then return v end
+  local out = {}
+  for k, x in pairs(v) do out[k] = x end
+  out.extra = sidecar.guard(file, "sizes.promote.extra", v.extra)
+  return out
+end
+
 return M

@@ -114,8 +114,12 @@ M.worker_env = { "PATH", "HOME", "LANG", "LC_", "CUDA_", "NVIDIA_", "LD_LIBRARY_
 -- A host worker runs C code nobody read: it sees even less.
 M.host_worker_env = { "PATH", "LANG", "LC_", "KLOOP_LUA_DIR", "KLOOP_EMBEDDED_ONLY", "TMPDIR" }
 
+-- opts.worker_prefix: a command the worker runs under (compute-sanitizer and its
+-- options: kloop.eval.sanitize); it must keep fds 3/4 open for the worker.
 function W:spawn()
-  local argv = { sys.exe_path() or "kloop", "--worker", self:backend() }
+  local argv = {}
+  for _, a in ipairs(self.opts.worker_prefix or {}) do argv[#argv + 1] = a end
+  for _, a in ipairs({ sys.exe_path() or "kloop", "--worker", self:backend() }) do argv[#argv + 1] = a end
   local env_list = self:backend() == "host" and M.host_worker_env or M.worker_env
   local p, err = proc.spawn(argv, env_list)
   if not p then return nil, err end
@@ -167,7 +171,8 @@ end
 function W:close()
   if self.proc then
     self.proc:send(cjson.encode({ op = "quit" }))
-    self.proc:close(2000)
+    -- (a worker under a sanitizer writes its report as it exits: opts.close_grace_ms)
+    self.proc:close(self.opts.close_grace_ms or 2000)
     self.proc = nil
     self.ready = false
   end
@@ -198,6 +203,9 @@ function W:start()
   end
   if not self.task_spec then
     self.task_spec = self:spec()
+    -- opts.guards == false: buffers without guard zones, so a sanitizer sees an overrun
+    -- by one element (kloop.eval.sanitize; the worker protocol honours spec.guards)
+    if self.opts.guards == false then self.task_spec.guards = false end
     -- a C++ reference resolves by its lowered name
     local low = self.ref_job.lowered or {}
     local spec = self.task_spec
@@ -225,6 +233,7 @@ function W:start()
   if not r then return nil, "task setup failed (" .. kind .. "): " .. msg end
   if not r.ok then self:kill() return nil, "task setup failed: " .. tostring(r.error) end
   self.setup_seconds = sys.now() - t0
+  self.guards_off = r.guards == false -- the worker says it honoured spec.guards = false
   self.ready = true
   if self:backend() == "cuda" and self.opts.measure_peaks ~= false and self.measured == nil then
     -- measured once per evaluator (and cached on disk per GPU); a failure only costs the

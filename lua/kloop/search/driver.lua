@@ -117,12 +117,59 @@ function Ctx:count_verdict(new, old)
   self.verdicts[new] = (self.verdicts[new] or 0) + 1
 end
 
--- What follows a candidate's (new) result: the best, the store, the profile, progress.
+-- The A/B that crowns a best: a candidate whose median beats the best's is timed again,
+-- interleaved with the best (ev:compare, ABBA blocks), and is the new best only if that
+-- A/B says it is faster: best/candidate above 1 with the lower bound of its 95% CI above
+-- 1. A median timed at another moment never decides; the first crowning over the
+-- baseline re-times the baseline. The A/B is kept on the result (result.ab, stored with
+-- the evaluation). Returns true when it confirms.
+function Ctx:crown_ab(cand, r)
+  local best = self.best
+  local t0 = sys.now()
+  local c = self.ev:compare(best.source, cand.source, { defines_a = best.defines, defines_b = cand.defines,
+    timing = { budget = 2 * self.opts.timing_budget } })
+  self.busy = (self.busy or 0) + (sys.now() - t0)
+  sys.check_interrupt()
+  local ab = { vs = best.id, vs_store_id = best.store_id, vs_baseline = best.proposer == "baseline" or nil }
+  if c.ratio and c.ratio_ci then
+    ab.ratio, ab.ratio_ci, ab.blocks, ab.order = c.ratio, c.ratio_ci, c.blocks, c.order
+    ab.best_ms, ab.candidate_ms = c.a.time_ms, c.b.time_ms
+    ab.faster = c.ratio_ci[1] > 1
+    if not ab.faster then ab.why = "not faster in an A/B against the best" end
+  else
+    local side = (c.b and c.b.verdict ~= "ok") and c.b or c.a or {}
+    ab.faster = false
+    ab.why = string.format("the A/B did not run to the end (%s: %s)", tostring(side.verdict), tostring(side.reason))
+  end
+  r.ab = ab
+  return ab.faster
+end
+
+-- The best after a change of results (a resume, the sentinel's re-evaluation): the
+-- last candidate crowned (cand.improved: the first verified one, then each an A/B
+-- confirmed) whose result is still a verified full one. A run stored before crowning
+-- by A/B (no result says crowned) keeps its bests by median.
+function Ctx:recompute_best()
+  local legacy = true
+  for _, c in ipairs(self.history) do
+    if c.result and c.result.crowned ~= nil then legacy = false break end
+  end
+  self.best = nil
+  for _, c in ipairs(self.history) do
+    local r = c.result
+    if legacy and M.is_best_of(r, self.best) then self.best = c
+    elseif not legacy and (c.improved or r.crowned == true) and M.is_best_of(r, nil) then self.best = c end
+  end
+end
+
+-- What follows a candidate's (new) result: the best (by A/B: crown_ab), the store, the
+-- profile, progress.
 function Ctx:settle(cand, r)
-  if M.is_best_of(r, self.best) then
+  if M.is_best_of(r, self.best) and (not self.best or self:crown_ab(cand, r)) then
     self.best = cand
     cand.improved = true
   end
+  if cand.improved then r.crowned = true elseif r.ab then r.crowned = false end
   -- the evaluation, recorded before the profile: one (seconds) cut short by Ctrl-C must
   -- not lose the result
   if self.store then self.store:record(self, cand) end
@@ -133,6 +180,7 @@ function Ctx:settle(cand, r)
     self:profile(cand)
   end
   self:progress(cand)
+  self:write_report(false)
   return r
 end
 
@@ -170,10 +218,8 @@ function Ctx:reevaluated(result)
   if not cand then return end
   local prev = result.reevaluated and result.reevaluated.previous or {}
   self:count_verdict(result.verdict, prev.verdict)
-  self.best = nil
-  for _, c in ipairs(self.history) do
-    if M.is_best_of(c.result, self.best) then self.best = c end
-  end
+  if cand.improved then result.crowned = true end
+  self:recompute_best()
   if self.store then self.store:record(self, cand) end
 end
 
@@ -203,6 +249,33 @@ function Ctx:profile(cand)
   end
   if cand.evaluation_store_id and self.store then self.store:record_profile(cand) end
   return r.profile
+end
+
+-- At the end of a finished search (--promote auto): a best that is not the baseline
+-- goes through kloop.eval.promote (the canary between a search's winner and a
+-- codebase). The outcome is ctx.promotion ({state, reason, ratio, ratio_ci, ...}),
+-- shown by the summary; whatever it is, the run's status and exit code stay.
+function Ctx:promote_best()
+  local best = self.best
+  if not best or best == self.baseline or best.proposer == "baseline" then
+    self.promotion = { state = "none", reason = "the best is the baseline" }
+    return
+  end
+  if not (self.store and best.store_id) then
+    self.promotion = { state = "none", reason = "the run is not in a store (--no-store)" }
+    return
+  end
+  local promote = require("kloop.eval.promote")
+  local o = self.opts
+  local ok, res, err = pcall(promote.run, self.store.db, best.store_id, { task = self.task, quiet = o.quiet,
+    evaluator_opts = { deadline = o.deadline > 0 and o.deadline or nil } })
+  if not ok then
+    res = { state = "failed", reason = sys.is_interrupt(res) and "interrupted" or tostring(res) }
+  elseif not res then
+    res = { state = "failed", reason = tostring(err) }
+  end
+  res.baseline = self.baseline and res.incumbent_id ~= nil and res.incumbent_id == self.baseline.store_id
+  self.promotion = res
 end
 
 -- Pipelining: asks the proposer for children of parent ahead of need, two batches by
@@ -263,9 +336,12 @@ function M.run(strategy, path, args)
     util.eprintf("kloop: --profile %s: give best, all or none\n", tostring(opts.profile))
     return 2
   end
-  if opts.cascade ~= "on" and opts.cascade ~= "off" then
-    util.eprintf("kloop: --cascade %s: give on or off\n", tostring(opts.cascade))
-    return 2
+  for _, name in ipairs({ "cascade", "promote" }) do
+    local want = name == "cascade" and { "on", "off" } or { "auto", "off" }
+    if opts[name] ~= want[1] and opts[name] ~= want[2] then
+      util.eprintf("kloop: --%s %s: give %s or %s\n", name, tostring(opts[name]), want[1], want[2])
+      return 2
+    end
   end
   if opts.metrics ~= "" then
     local _, merr = require("kloop.eval.profile").metric_list(opts.metrics)
@@ -310,12 +386,11 @@ function M.run(strategy, path, args)
       if cand.result.verdict == "ok" and type(st) == "number" and (not ctx.best_screen or st < ctx.best_screen) then
         ctx.best_screen = st
       end
+      cand.improved = cand.result.crowned == true or nil
+      ctx:recompute_best()
       if cand.proposer == "baseline" then
         ctx.baseline = cand
       else
-        if M.is_best_of(cand.result, ctx.best) then
-          ctx.best = cand
-        end
         ok, msg = protected("on_result", strategy.on_result, ctx, cand, cand.result)
         if not ok then break end
       end
@@ -344,6 +419,7 @@ function M.run(strategy, path, args)
     end)
     if ok then ok, msg = protected("baseline", function() ctx:evaluate(base) end) end
     ctx.baseline = base
+    ctx.done_keys[M.key(base)] = true -- the task's kernel proposed as it is is no new candidate
     if ok and base.result.verdict ~= "ok" then
       util.eprintf("kloop: the task's own kernel fails (%s: %s); speedups are not defined\n",
         base.result.verdict, base.result.reason or "")
@@ -443,6 +519,7 @@ function M.run(strategy, path, args)
   end
   okc, cmsg = pcall(function() ctx.ev:close() end)
   if not okc then util.eprintf("kloop: closing the worker: %s\n", tostring(cmsg)) end
+  if status == "done" and opts.promote == "auto" then ctx:promote_best() end
   if ctx.store then
     local stored
     okc, cmsg = pcall(function() stored = ctx.store:finish(ctx, status, reason) end)
@@ -451,6 +528,7 @@ function M.run(strategy, path, args)
       status, reason = "failed", "store: " .. tostring(ctx.store.failed or cmsg) .. "; " .. ctx.store:kept_text()
     end
   end
+  ctx:write_report(true)
   okc, cmsg = pcall(M.summary, ctx, status, reason)
   if not okc then util.eprintf("kloop: summary: %s\n", tostring(cmsg)) end
   native.sigint_hold(false)

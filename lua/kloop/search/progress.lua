@@ -65,6 +65,23 @@ function P:show_waiting(list)
   end
 end
 
+-- "A/B 1.23x [1.20, 1.26] vs #7" (vs the baseline, #0, by name), or nil without an A/B.
+function M.ab_text(ab)
+  if type(ab) ~= "table" then return nil end
+  local vs = ab.vs_baseline and "the baseline" or ("#" .. tostring((ab.vs or 1) - 1))
+  if not ab.ratio then return string.format("A/B vs %s: %s", vs, tostring(ab.why)) end
+  local ci = ab.ratio_ci or {}
+  return string.format("A/B %s [%.2f, %.2f] vs %s", util.fmt_x(ab.ratio), ci[1] or 0 / 0, ci[2] or 0 / 0, vs)
+end
+
+-- The note a line ends with: "(best)", "(best: A/B ...)", "(A/B ...: not faster)".
+local function best_note(cand)
+  local ab = M.ab_text(cand.result.ab)
+  if cand.improved then return ab and ("  (best: " .. ab .. ")") or "  (best)" end
+  if ab then return "  (" .. ab .. (cand.result.ab.ratio and ": not faster)" or ")") end
+  return ""
+end
+
 function P:progress(cand)
   if self.opts.quiet then return end
   local tty = sys.isatty(1)
@@ -76,9 +93,46 @@ function P:progress(cand)
   -- with the cascade on, each line says the stage the candidate reached
   local stage = self.opts.cascade == "on" and ("  [" .. (r.stage or "full") .. "]") or ""
   io.stdout:write(string.format("[%3d/%d] %-16s %s %s %s%s%s\n", n, self.opts.budget, r.verdict, t,
-    sp and string.format("%6.2fx", sp) or "       ", self:describe(cand), cand.improved and "  (best)" or "", stage))
+    sp and string.format("%6.2fx", sp) or "       ", self:describe(cand), best_note(cand), stage))
   if tty then io.stdout:write(self:status_line()) end
   io.stdout:flush()
+end
+
+-- --report FILE: the HTML report (kloop.report.build) rewritten after a settled result
+-- when 5 s passed since the last write, and once at the end (final: the store is
+-- closed by then, so it is read from its path). A failure is said once; the search goes on.
+M.REPORT_EVERY = 5
+
+function P:write_report(final)
+  local path = self.opts.report
+  if not path or path == "" then return end
+  local now = sys.now()
+  if not final and self.report_at and now - self.report_at < M.REPORT_EVERY then return end
+  self.report_at = now
+  local ok, err
+  if not self.store or not self.run_id then
+    ok, err = nil, "the run is not in a store (--no-store)"
+  else
+    local db = final and self.store.path or self.store.db
+    ok, err = require("kloop.report.build").write(db, { self.run_id }, path)
+  end
+  if not ok and not self.report_warned then
+    self.report_warned = true
+    util.eprintf("kloop: --report %s: %s; the search goes on\n", path, tostring(err))
+  end
+end
+
+-- The promotion's line: "promoted: 1.23x [1.20, 1.26] vs baseline", "refused: why".
+function M.promotion_text(p)
+  if p.state == "promoted" then
+    local ci = p.ratio_ci or {}
+    local ratio = p.ratio and string.format("%s [%.2f, %.2f]", util.fmt_x(p.ratio), ci[1] or 0 / 0, ci[2] or 0 / 0) or "-"
+    return string.format("promoted: %s vs %s", ratio, p.baseline and "baseline" or tostring(p.incumbent or "the incumbent"))
+  end
+  local why = tostring(p.reason or "")
+  if p.state == "refused" then return "refused: " .. why:gsub("^refused at ", "") end
+  if p.state == "none" then return "not promoted: " .. why end
+  return "promotion failed: " .. why
 end
 
 -- The run's last lines: how it ended, the verdicts, the stages, the baseline and the best.
@@ -106,7 +160,10 @@ function M.summary(ctx, status, reason)
       r.tflops and string.format("%.2f TFLOP/s", r.tflops) or "",
       ctx:speedup(ctx.best) and string.format(", %.2fx over the baseline", ctx:speedup(ctx.best)) or "",
       ctx:describe(ctx.best)))
+    local ab = M.ab_text(r.ab)
+    if ab then print("crowned:  " .. ab) end
   end
+  if ctx.promotion then print(M.promotion_text(ctx.promotion)) end
 end
 
 return M

@@ -55,8 +55,11 @@ SELECT r.id, r.strategy_path, r.strategy_hash, r.task_name, r.task_path, r.optio
     WHERE c.run_id = r.id) AS n_evaluated,
   (SELECT count(DISTINCT e.candidate_id) FROM evaluations e JOIN candidates c ON c.id = e.candidate_id
     WHERE c.run_id = r.id AND e.verdict = 'ok' @FULL@) AS n_ok,
-  (SELECT min(e.median_ms) FROM evaluations e JOIN candidates c ON c.id = e.candidate_id
-    WHERE c.run_id = r.id AND e.verdict = 'ok' @FULL@) AS best_ms,
+  coalesce((SELECT e.median_ms FROM evaluations e JOIN candidates c ON c.id = e.candidate_id
+      WHERE c.run_id = r.id AND e.verdict = 'ok' @FULL@ AND json_extract(e.extra_json, '$.crowned') = 1
+      ORDER BY e.id DESC LIMIT 1),
+    (SELECT min(e.median_ms) FROM evaluations e JOIN candidates c ON c.id = e.candidate_id
+      WHERE c.run_id = r.id AND e.verdict = 'ok' @FULL@)) AS best_ms,
   (SELECT min(e.median_ms) FROM evaluations e JOIN candidates c ON c.id = e.candidate_id
     WHERE c.run_id = r.id AND e.verdict = 'ok' AND c.proposer = 'baseline' @FULL@) AS baseline_ms
 FROM runs r]]
@@ -72,7 +75,8 @@ local function summarize(row)
   return row
 end
 
--- Every run, oldest first, with counts, best time and speedup over the baseline.
+-- Every run, oldest first, with counts, best time (the last crowned, as DB:best) and
+-- speedup over the baseline.
 function DB:runs()
   self:check_open()
   local rows = assert(self:query(full_only(self, RUN_SUMMARY) .. " ORDER BY r.id"))
@@ -171,27 +175,45 @@ end
 
 -- The verified candidate with the lowest median of a full evaluation (a screened one is
 -- never a best; in a run, or in every run when run_id is nil): candidate row with .evaluation the best one, or nil, msg.
+-- A run's best evaluation id: where the run crowned its bests by A/B (kloop 0.2+: every
+-- full evaluation after a crowning A/B says crowned true or false in extra_json), the
+-- last crowned one, which beat the one before it in an interleaved A/B; in older runs
+-- the lowest verified median. Returns eid, candidate_id, median, or nil.
+local function run_best(self, run_id)
+  local crowned = assert(self:query(full_only(self, [[SELECT e.id AS eid, e.candidate_id, e.median_ms
+    FROM evaluations e JOIN candidates c ON c.id = e.candidate_id
+    WHERE c.run_id = ? AND e.verdict = 'ok' AND e.median_ms IS NOT NULL @FULL@
+      AND json_extract(e.extra_json, '$.crowned') = 1
+    ORDER BY e.id DESC LIMIT 1]]), run_id))
+  if crowned[1] then return crowned[1] end
+  local rows = assert(self:query(full_only(self, [[SELECT e.id AS eid, e.candidate_id, e.median_ms
+    FROM evaluations e JOIN candidates c ON c.id = e.candidate_id
+    WHERE c.run_id = ? AND e.verdict = 'ok' AND e.median_ms IS NOT NULL @FULL@
+    ORDER BY e.median_ms, e.id LIMIT 1]]), run_id))
+  return rows[1]
+end
+
+-- The best verified candidate of a run (its crowned best), or of the whole store (the
+-- fastest of the runs' bests), with .evaluation; or nil, msg.
 function DB:best(run_id)
   self:check_open()
-  local rows
+  local best
   if run_id ~= nil then
     local exists = assert(self:query("SELECT id FROM runs WHERE id = ?", run_id))
     if not exists[1] then return nil, "no run " .. tostring(run_id) end
-    rows = assert(self:query(full_only(self, [[SELECT e.id AS eid, e.candidate_id FROM evaluations e
-      JOIN candidates c ON c.id = e.candidate_id
-      WHERE c.run_id = ? AND e.verdict = 'ok' AND e.median_ms IS NOT NULL @FULL@
-      ORDER BY e.median_ms, e.id LIMIT 1]]), run_id))
+    best = run_best(self, run_id)
   else
-    rows = assert(self:query(full_only(self, [[SELECT e.id AS eid, e.candidate_id FROM evaluations e
-      WHERE e.verdict = 'ok' AND e.median_ms IS NOT NULL @FULL@
-      ORDER BY e.median_ms, e.id LIMIT 1]])))
+    for _, r in ipairs(assert(self:query("SELECT id FROM runs ORDER BY id"))) do
+      local b = run_best(self, r.id)
+      if b and (not best or b.median_ms < best.median_ms) then best = b end
+    end
   end
-  if not rows[1] then
+  if not best then
     return nil, run_id and ("no verified candidate in run " .. tostring(run_id)) or "no verified candidate in the store"
   end
-  local c = self:candidate(rows[1].candidate_id)
+  local c = self:candidate(best.candidate_id)
   for _, e in ipairs(c.evaluations) do
-    if e.id == rows[1].eid then c.evaluation = e end
+    if e.id == best.eid then c.evaluation = e end
   end
   return c
 end

@@ -48,8 +48,17 @@ end
 -- Allocates `bytes` (rounded up to words) between two guard zones; what names it in
 -- verdicts. Returns the buffer record ({ptr, bytes, guards, ...}) or nil, msg, fatal.
 local function alloc_guarded(be, bytes, what)
-  local g = guard_size(bytes)
   local used = round4(math.max(bytes, 4))
+  if state.spec.guards == false then
+    -- a sanitizer run (kloop.eval.sanitize): the exact size and no guard zones, so an
+    -- overrun by one element leaves the allocation and the sanitizer sees it
+    local base, msg, fatal = be.alloc(used)
+    if not base then return nil, msg, fatal end
+    local b = { base = base, ptr = base, bytes = bytes, used = used, what = what, guards = {} }
+    state.bufs[#state.bufs + 1] = b
+    return b
+  end
+  local g = guard_size(bytes)
   local total = 2 * g + math.ceil(used / 256) * 256
   local base, msg, fatal = be.alloc(total)
   if not base then return nil, msg, fatal end
@@ -291,12 +300,12 @@ function M.setup(be, spec, ref_cubin)
   state.all_regions = region_list(all)
   local bad = M.check_state(be)
   if bad then return fail("the worker's state does not check out right after setup: " .. bad.reason) end
-  return { seconds = sys.now() - t0, cases = #state.cases, sets = spec.nsets,
-    guard_bytes = (function()
-      local t = 0
-      for _, b in ipairs(state.bufs) do t = t + 4 * (b.guards[1].nwords + b.guards[2].nwords) end
-      return t
-    end)() }
+  local guard_bytes = 0
+  for _, b in ipairs(state.bufs) do
+    for _, g in ipairs(b.guards) do guard_bytes = guard_bytes + 4 * g.nwords end
+  end
+  return { seconds = sys.now() - t0, cases = #state.cases, sets = spec.nsets, guard_bytes = guard_bytes,
+    guards = spec.guards ~= false }
 end
 
 -- Runs a region list through the backend; returns the results array or nil, verdict, fatal.
@@ -607,48 +616,101 @@ local function prepare_rep(be, spec, case, s, flush)
 end
 
 -- `before` (optional) runs between the preparation and the timed part (profiling
--- starts its kernel records there).
+-- starts its kernel records there). The Lua collector is held for the timed part: a
+-- collection step that lands inside it (the host backend allocates its call's
+-- arguments there) would be charged to whichever side happened to trigger it.
 local function timed_rep(be, spec, case, kernels, params, s, flush, before)
   local ok, m, fatal = prepare_rep(be, spec, case, s, flush)
   if ok and before then ok, m, fatal = before() end
+  collectgarbage("stop")
   if ok then ok, m, fatal = be.timer_start() end
   if ok then ok, m, fatal = launch_plan(be, kernels, params) end
   if ok then ok, m, fatal = be.timer_stop() end
+  collectgarbage("restart")
   local ms
   if ok then ms, m, fatal = be.timer_read() end
   if not ms then return nil, verdict(fatal and "crashed" or "launch_error", "timed launch: " .. tostring(m)), fatal end
   return ms
 end
 
--- Timing loop over one or several candidates, interleaved (A, B, A, B, ...) so they
--- see the same machine state. Stops when every median's CI half-width is within
--- target, or at the budget. Outputs of timed launches are re-verified (the first two
--- repetitions and the last), with the inputs rotating between sets.
+-- The order of the candidates in repetition r. Two candidates run in ABBA blocks: A
+-- first in odd repetitions, B first in even ones, so whatever the first (or second)
+-- place of a pair costs falls on both sides alike. timing.order = "fixed" keeps A
+-- first in every pair (the order before issue 17; tests show what it costs).
+local function pair_order(n, r, order)
+  local o = {}
+  for c = 1, n do o[c] = c end
+  if n == 2 and order ~= "fixed" and r % 2 == 0 then o[1], o[2] = 2, 1 end
+  return o
+end
+
+-- The untimed warm-up: each candidate is reloaded, prepared and launched once exactly
+-- as a timed repetition is, so neither side's first timed launch is the one that pays
+-- for cold code, a cold loader or a cold cache. Returns nil, or index, verdict, fatal.
+local function warm_up(be, spec, case, cands, params, timing)
+  for c, cand in ipairs(cands) do
+    local kernels = cand.plans[case.label]
+    if timing.reload ~= false then
+      local rv, rf
+      kernels, rv, rf = reload_for_timing(be, cand, case)
+      if not kernels then return c, rv, rf end
+    end
+    local ok, m, fatal = prepare_rep(be, spec, case, 1, timing.flush)
+    if ok then ok, m, fatal = launch_plan(be, kernels, params) end
+    if ok then ok, m, fatal = be.sync() end
+    if not ok then return c, verdict(fatal and "crashed" or "launch_error", "warm-up launch: " .. tostring(m)), fatal end
+    local v, f2 = check_launch(be, spec, case, nil, "warm-up launch")
+    if v then return c, v, f2 end
+  end
+  return nil
+end
+
+-- Is the timing precise enough to stop? One candidate: its median's CI half-width
+-- within target. Two: the paired ratio's (kloop.eval.stats.paired_ratio), at the end of
+-- an ABBA block only.
+local function precise_enough(samples, target)
+  if #samples == 2 then
+    local ratio, lo, hi, blocks = stats.paired_ratio(samples[1], samples[2])
+    return blocks ~= nil and blocks >= stats.PAIRED_MIN_REPS / 2 and (hi - lo) / 2 <= target * ratio
+  end
+  for c = 1, #samples do
+    local med, lo, hi = stats.median_ci(samples[c])
+    if (hi - lo) / 2 > target * med then return false end
+  end
+  return true
+end
+
+-- Timing loop over one or several candidates, interleaved (AB, BA, AB, ... for two:
+-- pair_order; a pair after one untimed warm-up launch each), so they see the same
+-- machine state. Stops when the CI is within target (precise_enough), or at the budget; a pair
+-- stops at the end of a block only. Outputs of timed launches are re-verified (the first
+-- two repetitions and the last), with the inputs rotating between sets.
 -- Returns samples per candidate, or nil, index of the failing candidate, verdict, fatal.
 local function time_interleaved(be, spec, cands, timing)
   timing = timing or {}
   local case = bench_case()
   local params = build_params(spec, case)
-  local min_reps = timing.min_reps or 5
-  local max_reps = timing.max_reps or 500
+  local paired = #cands == 2
+  local min_reps = math.max(timing.min_reps or 5, paired and stats.PAIRED_MIN_REPS or 1)
+  local max_reps = math.max(timing.max_reps or 500, min_reps)
   local budget = timing.budget or 2.0
   local target = timing.target_ci or 0.01
   local samples = {}
   for c = 1, #cands do samples[c] = {} end
+  if paired and timing.warmup ~= false then
+    local c, wv, wf = warm_up(be, spec, case, cands, params, timing)
+    if c then return nil, c, wv, wf end
+  end
   local tstart = sys.now()
   local r = 0
   while true do
     r = r + 1
     local s = (r - 1) % spec.nsets + 1
     local done = r >= max_reps or (r >= min_reps and sys.now() - tstart > budget)
-    if r >= min_reps and not done then
-      done = true
-      for c = 1, #cands do
-        local med, lo, hi = stats.median_ci(samples[c])
-        if (hi - lo) / 2 > target * med then done = false end
-      end
-    end
-    for c, cand in ipairs(cands) do
+    if r >= min_reps and not done then done = r > 1 and precise_enough(samples, target) end
+    if paired and r % 2 == 1 then done = false end -- a pair ends with a whole ABBA block
+    for _, c in ipairs(pair_order(#cands, r, timing.order)) do
+      local cand = cands[c]
       local kernels = cand.plans[case.label]
       if timing.reload ~= false then
         local rv, rf
@@ -813,8 +875,9 @@ local function profile(be, req)
   return out
 end
 
--- A/B comparison: both verified, then timed interleaved. req = {a = req, b = req, timing}.
--- Returns {a = result, b = result, ratio = median_a / median_b, ratio_ci = {lo, hi}}.
+-- A/B comparison: both verified, then timed interleaved in ABBA blocks. req = {a = req,
+-- b = req, timing}. Returns {a = result, b = result, ratio (time_a / time_b: the median
+-- of the blocks' paired ratios), ratio_ci = {lo, hi} (95%), blocks, order}.
 local function compare(be, req)
   if not state then return { verdict = "launch_error", reason = "worker has no task (setup first)" } end
   local spec = state.spec
@@ -835,12 +898,11 @@ local function compare(be, req)
     else
       out.a = timing_result(samples[1], cands[1], req.a.floor_ms)
       out.b = timing_result(samples[2], cands[2], req.b.floor_ms)
-      -- ratio of medians with a CI from the paired per-repetition ratios
-      local ratios = {}
-      for r = 1, #samples[1] do ratios[r] = samples[1][r] / samples[2][r] end
-      local lo, hi = stats.bootstrap_ci(ratios)
-      out.ratio = out.a.time_ms / out.b.time_ms
-      out.ratio_ci = { lo, hi }
+      -- one statistic, its estimate and its CI alike: the median of the ABBA blocks'
+      -- paired ratios, with the sign test's CI of that median (kloop.eval.stats)
+      local ratio, lo, hi, blocks = stats.paired_ratio(samples[1], samples[2])
+      out.ratio, out.ratio_ci, out.blocks = ratio, { lo, hi }, blocks
+      out.order = req.timing and req.timing.order == "fixed" and "fixed" or "ABBA"
     end
   end
   for _, cand in ipairs(cands) do be.unload(cand.mod) end
