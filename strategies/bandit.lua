@@ -3,6 +3,7 @@
 local S = {
   name = "bandit",
   description = "choose among prompt templates x models by their recent verified improvements (UCB1)",
+  requires = { api = 1 },
   options = {
     { "window", 8, "results per arm that count (sliding window)" },
     { "explore_c", 0.5, "UCB exploration constant" },

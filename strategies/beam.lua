@@ -6,6 +6,7 @@ local proposers = require("kloop.search.proposers")
 local S = {
   name = "beam",
   description = "keep the best k verified candidates and expand each",
+  requires = { api = 1 },
   options = {
     { "width", 4, "beam width k" },
     { "expand", 2, "children per beam member per step" },

@@ -4,6 +4,7 @@ local proposers = require("kloop.search.proposers")
 local S = {
   name = "greedy",
   description = "expand the best verified candidate so far",
+  requires = { api = 1 },
   options = {
     { "batch", 2, "children of the best per step" },
     { "proposer", "auto", "llm, tune or auto (llm when configured, else tune)" },

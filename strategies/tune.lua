@@ -9,6 +9,7 @@ local surrogate = require("kloop.search.surrogate")
 local S = {
   name = "tune",
   description = "search the task's tunable parameters (-D defines); no network",
+  requires = { api = 1 },
   options = {
     { "method", "model", "model (random forest + expected improvement), anneal, random, or exhaustive" },
     { "init", 0, "random points before the model takes over (0: 2 x parameters, at least 6, at most budget / 4)" },

@@ -10,7 +10,8 @@ usage: kloop [options] SCRIPT [TARGET] [-- script args]
        kloop                  (on a terminal: interactive REPL)
 
 Runs a Lua SCRIPT with the kloop module loaded. A bare name (kloop beam ...) is
-looked up as strategies/NAME.lua, then in each folder of $KLOOP_PATH.
+looked up as strategies/NAME.lua, then in each folder of $KLOOP_PATH (a folder
+NAME/ with an init.lua is a strategy package: kloop strategies lists them all).
 
 options:
   -e CHUNK      run a Lua chunk (before the script, if any)
@@ -37,6 +38,8 @@ commands:
   report [RUN...] [-o FILE.html]   the process audit as one self-contained HTML page
   audit [RUN...] [--json]          the same tables in the terminal
   mcp TASK      a Model Context Protocol server on stdio over the evaluator (docs/AGENTS.md)
+  strategies    the strategies a bare name finds, in lookup order (--json)
+  strategy-files RUN -o DIR   the exact Lua files a run's strategy loaded, and its rerun command
 
 exit codes:
   0     done: the strategy finished, or a budget ran out
@@ -85,12 +88,34 @@ function M.protect(fn, ...)
   return ok, err
 end
 
--- Finds a script: a path as given, or a bare name in strategies/ and $KLOOP_PATH.
+-- A strategy file at path: the file itself, or for a folder its init.lua (a package).
+local function script_at(path)
+  local loader = require("kloop.search.loader")
+  if loader.is_dir(path) then
+    local init = path:gsub("/+$", "") .. "/init.lua"
+    if loader.is_file(init) then return init end
+    return nil
+  end
+  if util.file_exists(path) then return path end
+end
+
+-- The folders a bare strategy name is looked up in, in order: {dir, label} each.
+function M.strategy_dirs()
+  local dirs = { { "strategies", "./strategies" } }
+  for dir in (os.getenv("KLOOP_PATH") or ""):gmatch("[^:]+") do dirs[#dirs + 1] = { dir, "KLOOP_PATH" } end
+  local native = require("kloop.native")
+  if native.source_dir ~= "" then dirs[#dirs + 1] = { native.source_dir .. "/strategies", "built-in" } end
+  return dirs
+end
+
+-- Finds a script: a path as given (a folder: its init.lua), or a bare name in
+-- strategies/, $KLOOP_PATH and the built-ins, as NAME.lua, then NAME (NAME/init.lua
+-- when it is a folder: a strategy package).
 function M.resolve_script(name)
   local tried = {}
   local function try(path)
     tried[#tried + 1] = path
-    if util.file_exists(path) then return path end
+    return script_at(path)
   end
   if name:find("/") or name:match("%.lua$") then
     local p = try(name)
@@ -101,14 +126,11 @@ function M.resolve_script(name)
     end
     return nil, string.format("no script %s (tried: %s)", name, table.concat(tried, ", "))
   end
-  local dirs = { "strategies" }
-  for dir in (os.getenv("KLOOP_PATH") or ""):gmatch("[^:]+") do dirs[#dirs + 1] = dir end
-  local native = require("kloop.native")
-  if native.source_dir ~= "" then dirs[#dirs + 1] = native.source_dir .. "/strategies" end
   local p = try(name)
   if p then return p end
-  for _, dir in ipairs(dirs) do
-    p = try(dir .. "/" .. name .. ".lua") or try(dir .. "/" .. name)
+  for _, d in ipairs(M.strategy_dirs()) do
+    local dir = d[1]
+    p = try(dir .. "/" .. name .. ".lua") or try(dir .. "/" .. name) -- (a folder: its init.lua)
     if p then return p end
   end
   return nil, string.format("no script named '%s' (tried: %s); set KLOOP_PATH to add folders",
@@ -118,14 +140,6 @@ end
 local function run_chunk(chunk, args)
   _G.kloop = require("kloop")
   return M.protect(chunk, unpack(args or {}))
-end
-
-local function load_script(path)
-  if path == "-" then
-    local src = io.stdin:read("*a")
-    return loadstring(src, "=stdin")
-  end
-  return loadfile(path)
 end
 
 function M.main(argv)
@@ -195,8 +209,10 @@ function M.main(argv)
       if not p then util.eprintf("kloop: %s\n", err) return 1 end
       path = p
     end
-    local fn, err = load_script(path)
-    if not fn then return report(err) end
+    local loader = require("kloop.search.loader")
+    -- the strategy's folder is its module path; what it loads is recorded (a package)
+    local fn, pkg = loader.load(path)
+    if not fn then return report(pkg) end
     -- arg follows the luajit convention: arg[0] is the script, arg[1..] what follows it.
     local arg = { [0] = path }
     for k, v in ipairs(rest) do arg[k] = v end
@@ -205,6 +221,9 @@ function M.main(argv)
     if not ok then return 1 end
     -- A script that returns a table of hooks is a strategy: the driver runs it.
     if type(res) == "table" and type(res.propose) == "function" then
+      loader.adopt(res, pkg)
+      local fits, why = loader.check_requires(res.requires, kloop.api_version, path)
+      if not fits then util.eprintf("kloop: %s\n", why) return 1 end
       -- a Ctrl-C landing between the driver's own protected sections still ends cleanly
       local okr, rc = pcall(require("kloop.search.driver").run, res, path, rest)
       if not okr then
@@ -228,7 +247,7 @@ function M.main(argv)
   end
   if #chunks == 0 then
     -- stdin is not a terminal: run it as a script, like luajit does.
-    local fn, err = load_script("-")
+    local fn, err = loadstring(io.stdin:read("*a"), "=stdin")
     if not fn then return report(err) end
     _G.arg = { [0] = "-" }
     if not run_chunk(fn) then return 1 end

@@ -34,7 +34,7 @@ function M.main(argv)
   end
   local rows = {}
   for _, r in ipairs(runs) do
-    rows[#rows + 1] = { r.id, r.task_name or "-", r.strategy_path and util.basename(r.strategy_path) or "-",
+    rows[#rows + 1] = { r.id, r.task_name or "-", r.strategy_path and require("kloop.search.loader").display_name(r.strategy_path) or "-",
       common.status_of(r), string.format("%d (%d/%d)", r.n_candidates, r.n_evaluated, r.n_ok), util.fmt_ms(r.best_ms),
       util.fmt_x(r.speedup), util.fmt_when(r.started_at) }
   end

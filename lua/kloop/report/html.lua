@@ -250,7 +250,7 @@ local function summary(data)
     local run = r.run
     local L = run.lines
     rows[#rows + 1] = row({ tostring(run.id), run.task_name or "?",
-      { run.strategy_path and require("kloop.util").basename(run.strategy_path) or "?", class = "t" }, run.status or "?",
+      { run.strategy_path and require("kloop.search.loader").display_name(run.strategy_path) or "?", class = "t" }, run.status or "?",
       { tostring(run.n_candidates), k = "candidates", v = run.n_candidates },
       { tostring(run.n_evaluations), k = "evaluations", v = run.n_evaluations },
       { fmt.ms(L.baseline_ms, L.baseline_why), k = "baseline_ms", v = L.baseline_ms and string.format("%.17g", L.baseline_ms) },

@@ -5,6 +5,7 @@
 local store = require("kloop.store.db")
 local schema = require("kloop.store.schema")
 local nvrtc = require("kloop.core.nvrtc")
+local loader = require("kloop.search.loader")
 local util = require("kloop.util")
 
 local M = {}
@@ -30,11 +31,22 @@ function M.open(ctx, path)
       return nil, string.format("run %d was on %s, not %s", o.resume, state.run.task_path, ctx.task.kernel)
     end
     local was, now = state.run.strategy_path, ctx.path
-    local function sname(x) return (util.basename(tostring(x)):gsub("%.lua$", "")) end
+    local sname = loader.strategy_name
     if was and now and sname(was) ~= sname(now) and not o.force then
       db:close()
       return nil, string.format("run %d was made by %s, not %s: its state would not fit (give --force to continue it anyway)",
         o.resume, sname(was), sname(now))
+    end
+    local pkg = M.package(ctx)
+    local changed = M.changed_files(db, state.run, pkg)
+    if #changed > 0 and not o.force then
+      db:close()
+      return nil, M.changed_text(o.resume, changed)
+    end
+    if #changed > 0 then
+      local okf, ferr = db:note_forced_resume(o.resume, changed)
+      if not okf then db:close() return nil, "recording the forced resume: " .. tostring(ferr) end
+      util.eprintf("kloop: resuming run %d with changed strategy files (--force, recorded in the run)\n", o.resume)
     end
     -- read before reopen_run marks it running again: how did the run end?
     local killed = state.run.status == "running"
@@ -48,6 +60,8 @@ function M.open(ctx, path)
     if state.run.seed then o.seed = state.run.seed end
     ctx.rng = require("kloop.search.rng").new(o.seed)
     self.resumed = state
+    local rerr2 = self:record_files(pkg, db:run_files(o.resume))
+    if rerr2 then db:close() return nil, rerr2 end
     return self
   end
   local budget = { candidates = o.budget, time = o.time, tokens = o.tokens, money = o.money }
@@ -59,11 +73,77 @@ function M.open(ctx, path)
     copy.seed = string.format("%d", o.seed)
     o = copy
   end
+  local pkg = M.package(ctx)
   local id, berr = db:begin_run({ strategy_path = ctx.path, task = ctx.task, options = o, budget = budget,
-    seed = o.seed, gpu = ctx.gpu, nvrtc_version = ctx.task.backend == "cuda" and nvrtc.version() or nil })
+    seed = o.seed, gpu = ctx.gpu, nvrtc_version = ctx.task.backend == "cuda" and nvrtc.version() or nil,
+    strategy_text = pkg and pkg.entry_row.text })
   if not id then db:close() return nil, berr end
   self.run_id = id
+  local ferr = self:record_files(pkg, {})
+  if ferr then db:close() return nil, ferr end
   return self
+end
+
+-- The package (kloop.search.loader) the run's strategy came from; a strategy table
+-- handed to the driver without one is a package of its entry file alone, when readable.
+function M.package(ctx)
+  local pkg = loader.package_of(ctx.strategy)
+  if pkg or not ctx.path or not loader.is_file(ctx.path) then return pkg end
+  local _, p = loader.load(ctx.path)
+  return p
+end
+
+-- The files of a stored run that differ now: {module, path, was, now} each (now nil: the
+-- file is gone). A run from before run_files compares its entry's strategy_hash.
+function M.changed_files(db, run, pkg)
+  local out = {}
+  if not pkg then return out end
+  local rows = db:run_files(run.id)
+  if #rows == 0 and run.strategy_hash then
+    rows = { { module = pkg.entry_row.module, role = "entry", hash = run.strategy_hash, path = run.strategy_path } }
+  end
+  for _, r in ipairs(rows) do
+    local now, path = pkg:current(r.module, r.role)
+    if now ~= r.hash then
+      out[#out + 1] = { module = r.module, path = path or r.path, was = r.hash, now = now }
+    end
+  end
+  return out
+end
+
+function M.changed_text(run_id, changed)
+  local parts = {}
+  for _, c in ipairs(changed) do
+    parts[#parts + 1] = string.format("%s (%s) was %s, now %s", c.module, c.path, c.was,
+      c.now or "missing")
+  end
+  return string.format("run %d's strategy files changed since it ran: %s; resuming would mix code "
+    .. "(give --force to resume anyway: it is recorded in the run; kloop strategy-files %d -o DIR has the old files)",
+    run_id, table.concat(parts, "; "), run_id)
+end
+
+-- Records the package's files not yet in the run (stored: its run_files rows), and every
+-- file it loads later while the run is open (a module required lazily in a hook).
+-- Returns nil, or the message of a write the store refused.
+function A:record_files(pkg, stored)
+  if not pkg then return nil end
+  local have = {}
+  for _, r in ipairs(stored) do have[r.module], have["\0" .. r.role] = true, true end
+  local function add(row)
+    -- (a run resumed through another entry file, with --force, keeps its first entry)
+    if have[row.module] or (row.role == "entry" and have["\0entry"]) then return true end
+    have[row.module] = true
+    return self.db:add_run_file(self.run_id, row)
+  end
+  for _, row in ipairs(pkg.files) do
+    local ok, err = add(row)
+    if not ok then return "recording " .. row.path .. ": " .. tostring(err) end
+  end
+  self.unlisten = pkg:listen(function(row)
+    local ok, err = add(row)
+    if not ok then self:warn("add_run_file " .. row.path, err) end
+  end)
+  return nil
 end
 
 M.CRASHED_REASON = "kloop stopped during this candidate's evaluation (run resumed)"
@@ -193,7 +273,8 @@ function A:propose(_ctx, cand)
     source = cand.source, name = cand.name, params = cand.defines, parents = parents,
     proposer = cand.proposer or "user", model = cand.model, prompt_id = cand.prompt_id,
     prompt_hash = cand.prompt_hash, sampling = cand.sampling, llm_seed = cand.llm_seed,
-    tokens_in = cand.tokens_in, tokens_out = cand.tokens_out, cost = cand.cost })
+    tokens_in = cand.tokens_in, tokens_out = cand.tokens_out, cost = cand.cost,
+    conversation_id = cand.conversation_id })
   if not id then return self:warn("add_candidate", err) end
   cand.store_id = id
   self.kept_candidates = (self.kept_candidates or 0) + 1
@@ -228,6 +309,7 @@ function A:record_profile(cand)
 end
 
 function A:finish(_ctx, status, reason)
+  if self.unlisten then self.unlisten() self.unlisten = nil end
   local ok, err = self.db:end_run(self.run_id, status, reason)
   if not ok then
     self:warn("end_run", err)
