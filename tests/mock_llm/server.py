@@ -37,6 +37,11 @@ A step (every field optional):
   stall_s         send the status line and headers, then stall this long before the body
   reject_param    a 400 naming this parameter when the request sends it (as OpenAI
                   does for max_tokens / temperature on reasoning models)
+  tool_calls      the reply calls tools, in the request's format: a list of {"name",
+                  "arguments" (an object; a string is sent as is: arguments that are
+                  not JSON), "id" (default call_N_I), "source_file" (its text becomes
+                  arguments.source)}; text defaults to none, finish to tool_calls
+                  (OpenAI) / tool_use (Anthropic)
 
 As a client (tests/cli transcripts): server.py --control PORT PATH [JSON] POSTs JSON to
 http://127.0.0.1:PORT/PATH and prints the answer.
@@ -62,6 +67,18 @@ def default_text(n, model):
         "  if (i < N) y[i] = 2.0f * x[i];\n"
         "}\n```\n" % (n, model)
     )
+
+
+def tool_calls(spec, n):
+    """The calls a step scripts, with ids and sources filled in."""
+    out = []
+    for i, c in enumerate(spec or []):
+        args = c.get("arguments", {})
+        if c.get("source_file"):
+            with open(c["source_file"]) as f:
+                args = dict(args, source=f.read())
+        out.append({"id": c.get("id", "call_%d_%d" % (n, i + 1)), "name": c.get("name", ""), "arguments": args})
+    return out
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -169,7 +186,8 @@ class Handler(BaseHTTPRequestHandler):
             kind = {429: "rate_limit_error", 400: "invalid_request_error"}.get(status, "api_error")
             return self.send_json(status, {"error": {"type": kind, "message": "mock error %d" % status}}, headers)
         model = req.get("model", "?")
-        text = step.get("text", default_text(n, model))
+        calls = tool_calls(step.get("tool_calls"), n)
+        text = step.get("text", "" if calls else default_text(n, model))
         if step.get("code_file"):
             with open(step["code_file"]) as f:
                 code = f.read()
@@ -183,16 +201,23 @@ class Handler(BaseHTTPRequestHandler):
             text = line * int(float(step["pad_mb"]) * 1048576 / len(line)) + text
         usage = step.get("usage") or {"in": max(1, len(raw) // 4), "out": max(1, len(text) // 4)}
         if api == "openai":
-            msg = {"role": "assistant", "content": None if step.get("no_content") else text}
+            msg = {"role": "assistant", "content": None if (step.get("no_content") or (calls and not text)) else text}
+            if calls:
+                msg["tool_calls"] = [{"id": c["id"], "type": "function", "function": {"name": c["name"],
+                                      "arguments": c["arguments"] if isinstance(c["arguments"], str)
+                                      else json.dumps(c["arguments"])}} for c in calls]
             obj = {"id": "chatcmpl-%d" % n, "object": "chat.completion", "model": model,
                    "choices": [] if step.get("empty") else
-                   [{"index": 0, "message": msg, "finish_reason": step.get("finish", "stop")}],
+                   [{"index": 0, "message": msg,
+                     "finish_reason": step.get("finish", "tool_calls" if calls else "stop")}],
                    "usage": {"prompt_tokens": usage["in"], "completion_tokens": usage["out"],
                              "total_tokens": usage["in"] + usage["out"]}}
         else:
-            content = [] if (step.get("empty") or step.get("no_content")) else [{"type": "text", "text": text}]
+            content = [] if (step.get("empty") or step.get("no_content") or (calls and not text)) \
+                else [{"type": "text", "text": text}]
+            content += [{"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["arguments"]} for c in calls]
             obj = {"id": "msg_%d" % n, "type": "message", "role": "assistant", "model": model, "content": content,
-                   "stop_reason": step.get("finish", "end_turn"),
+                   "stop_reason": step.get("finish", "tool_use" if calls else "end_turn"),
                    "usage": {"input_tokens": usage["in"], "output_tokens": usage["out"]}}
         # ensure_ascii=False and surrogateescape: the odd bytes of non_utf8 go out raw
         data = json.dumps(obj, ensure_ascii=False).encode("utf-8", "surrogateescape")

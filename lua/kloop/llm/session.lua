@@ -10,7 +10,8 @@
 --   local h = llm.complete(eps[1], messages)              -- blocking, for the REPL
 --   local r = llm.ask("optimize", {task = t, parent = p}) -- template + call + extraction
 -- A handle is a plain table: ok, text, reason, kind, status, usage, cost, latency_s,
--- attempts, retries, cached, truncated, prompt = {id, version}. A failed call is a
+-- attempts, retries, cached, truncated, prompt = {id, version}, and tool_calls when the
+-- model called tools (params.tools offers them: kloop.llm.wire). A failed call is a
 -- handle with ok = false and a reason; nothing here raises on what a server sends.
 -- Keys (kloop.llm.config) go into a request's headers only when it is sent; every
 -- reason, log event and cached reply passes the one scrubber (kloop.store.secrets).
@@ -53,6 +54,14 @@ local function redact(s, key, exact_only)
   return secrets.scrub_text(s, "[redacted]", not exact_only and "sk-[redacted]" or false)
 end
 M.redact = redact
+
+-- The same for every string of a value (a reply's tool calls: sources, arguments), in
+-- place, each made valid UTF-8 like a reply's text.
+local function redact_all(v)
+  if type(v) == "string" then return (wire.fix_utf8(redact(v, nil, true))) end
+  if type(v) == "table" then for k, x in pairs(v) do v[k] = redact_all(x) end end
+  return v
+end
 
 local excerpt = wire.excerpt
 
@@ -191,7 +200,7 @@ function Session:request(eps, messages, params, ropts)
     local ok, rec = pcall(cjson.decode, hit or "")
     if hit and ok and type(rec) == "table" and type(rec.text) == "string" then
       self:finish(h, true, { text = rec.text, usage = rec.usage, finish = rec.finish, truncated = rec.truncated,
-        cached = true, status = 200 })
+        tool_calls = type(rec.tool_calls) == "table" and rec.tool_calls or nil, cached = true, status = 200 })
       return h
     end
   end
@@ -313,6 +322,7 @@ function Session:on_result(res)
     end
     local bad
     r.text, bad = wire.fix_utf8(redact(r.text, nil, true))
+    r.tool_calls = redact_all(r.tool_calls)
     if h.use_cache then
       -- a long reply is cached as what the caller extracted from it and an excerpt
       local text = r.text
@@ -321,10 +331,10 @@ function Session:on_result(res)
         text = okc and type(small) == "string" and small or excerpt(text, ep.cache_text_max)
       end
       self.cache:put(h.key, cjson.encode({ text = text, usage = r.usage, finish = r.finish, truncated = r.truncated,
-        model = r.model or ep.model, api = ep.api, created = os.time(), prompt = h.prompt }))
+        tool_calls = r.tool_calls, model = r.model or ep.model, api = ep.api, created = os.time(), prompt = h.prompt }))
     end
     return self:finish(h, true, { text = r.text, usage = r.usage, finish = r.finish, truncated = r.truncated,
-      served_by = r.model, cached = false, bad_bytes = bad > 0 and bad or nil })
+      tool_calls = r.tool_calls, served_by = r.model, cached = false, bad_bytes = bad > 0 and bad or nil })
   end
   local class, why, param = wire.classify_error(status, raw)
   if class == "quota" then

@@ -3,6 +3,13 @@
 -- and usage, what an error reply or a transport failure means, and the request key.
 -- Pure functions over strings and tables: no network, no state, no secrets kept (the
 -- caller passes an endpoint's key to build). Nothing here raises on what a server sends.
+--
+-- Tool calls (docs/LLM.md, "Tool calls") have one neutral shape for both formats: a tool
+-- is {name, description, parameters (a JSON Schema)}, given as params.tools; a call in a
+-- reply is {id, name, arguments (a table), raw (the arguments' text as sent), error (why
+-- the arguments cannot be used, instead of arguments)}; an assistant message may carry
+-- tool_calls, and a tool's result is the message {role = "tool", tool_call_id, content,
+-- is_error}. build turns them into each vendor's shape, parse turns replies back.
 local cjson = require("cjson")
 local util = require("kloop.util")
 local sys = require("kloop.core.sys")
@@ -93,23 +100,82 @@ function M.build(ep, messages, params, drop_more, key)
   end
   table.sort(dropped)
   local headers = { "Content-Type: application/json", "Accept: application/json" }
+  local tools = type(body.tools) == "table" and #body.tools > 0 and body.tools or nil
+  body.tools = nil
   if ep.api == "anthropic" then
     local system, msgs = {}, {}
     for _, m in ipairs(messages) do
-      if m.role == "system" then system[#system + 1] = m.content else msgs[#msgs + 1] = { role = m.role, content = m.content } end
+      if m.role == "system" then system[#system + 1] = m.content else M.anthropic_message(msgs, m) end
     end
     body.messages = msgs
     if #system > 0 then body.system = table.concat(system, "\n\n") end
     body.max_tokens = body.max_tokens or ep.max_tokens -- required there
+    if tools then
+      body.tools = {}
+      for i, t in ipairs(tools) do body.tools[i] = { name = t.name, description = t.description, input_schema = t.parameters } end
+    end
     headers[#headers + 1] = "anthropic-version: " .. M.ANTHROPIC_VERSION
     if key then headers[#headers + 1] = "x-api-key: " .. key end
   else
     local msgs = {}
-    for i, m in ipairs(messages) do msgs[i] = { role = m.role, content = m.content } end
+    for i, m in ipairs(messages) do msgs[i] = M.openai_message(m) end
     body.messages = msgs
+    if tools then
+      body.tools = {}
+      for i, t in ipairs(tools) do
+        body.tools[i] = { type = "function", ["function"] = { name = t.name, description = t.description, parameters = t.parameters } }
+      end
+    end
     if key then headers[#headers + 1] = "Authorization: Bearer " .. key end
   end
   return cjson.encode(body), headers, dropped
+end
+
+-- ---- tool calls in requests ----
+
+-- The arguments of a call as the JSON text a model sent (or would have).
+local function arguments_text(c)
+  if type(c.raw) == "string" then return c.raw end
+  return cjson.encode(type(c.arguments) == "table" and c.arguments or {})
+end
+
+-- One neutral message in OpenAI's shape: tool calls as function calls with their
+-- arguments as a JSON string, a tool's result as role "tool".
+function M.openai_message(m)
+  if m.role == "tool" then return { role = "tool", tool_call_id = m.tool_call_id, content = m.content } end
+  if m.role == "assistant" and type(m.tool_calls) == "table" and #m.tool_calls > 0 then
+    local calls = {}
+    for i, c in ipairs(m.tool_calls) do
+      calls[i] = { id = c.id, type = "function", ["function"] = { name = c.name, arguments = arguments_text(c) } }
+    end
+    return { role = "assistant", content = (m.content and m.content ~= "") and m.content or cjson.null, tool_calls = calls }
+  end
+  return { role = m.role, content = m.content }
+end
+
+-- Appends one neutral message to an Anthropic message list: tool calls as tool_use
+-- blocks; a tool's result as a tool_result block of a user message, which takes the
+-- results (and a user text) that follow it too, since the roles must alternate.
+function M.anthropic_message(msgs, m)
+  local blocks
+  if m.role == "tool" then
+    blocks = { { type = "tool_result", tool_use_id = m.tool_call_id, content = m.content, is_error = m.is_error or nil } }
+  elseif m.role == "assistant" and type(m.tool_calls) == "table" and #m.tool_calls > 0 then
+    blocks = {}
+    if m.content and m.content ~= "" then blocks[1] = { type = "text", text = m.content } end
+    for _, c in ipairs(m.tool_calls) do
+      local input = type(c.arguments) == "table" and c.arguments or {}
+      blocks[#blocks + 1] = { type = "tool_use", id = c.id, name = c.name, input = input }
+    end
+  end
+  local role = m.role == "tool" and "user" or m.role
+  local last = msgs[#msgs]
+  if role == "user" and last and last.role == "user" and (blocks or type(last.content) == "table") then
+    if type(last.content) ~= "table" then last.content = { { type = "text", text = last.content } } end
+    for _, b in ipairs(blocks or { { type = "text", text = m.content } }) do last.content[#last.content + 1] = b end
+    return
+  end
+  msgs[#msgs + 1] = { role = role, content = blocks or m.content }
 end
 
 -- Text that is valid UTF-8: each byte of a malformed sequence becomes U+FFFD (a reply
@@ -176,7 +242,7 @@ function M.parse(ep, raw)
   if not ok or type(obj) ~= "table" then
     return nil, "malformed JSON reply (truncated?): " .. excerpt(raw, 120), "malformed"
   end
-  local text, finish
+  local text, finish, calls
   local usage = {}
   if ep.api == "anthropic" then
     local content = denull(obj.content)
@@ -186,6 +252,14 @@ function M.parse(ep, raw)
     local parts = {}
     for _, b in ipairs(content) do
       if type(b) == "table" and b.type == "text" and type(b.text) == "string" then parts[#parts + 1] = b.text end
+      if type(b) == "table" and b.type == "tool_use" then
+        calls = calls or {}
+        local input = denull(b.input)
+        local c = M.new_call(b.id, b.name, #calls + 1)
+        if type(input) == "table" and (next(input) == nil or #input == 0) then c.arguments = input
+        else c.error = "the input is not a JSON object" end
+        calls[#calls + 1] = c
+      end
     end
     text = table.concat(parts)
     finish = denull(obj.stop_reason)
@@ -209,16 +283,62 @@ function M.parse(ep, raw)
       content = table.concat(parts)
     end
     text = content
+    calls = M.openai_calls(msg)
+    if calls and text == nil then text = "" end
     finish = type(c) == "table" and denull(c.finish_reason) or nil
     local u = denull(obj.usage) or {}
     usage.input = tonumber(denull(u.prompt_tokens)) or 0
     usage.output = tonumber(denull(u.completion_tokens)) or 0
   end
-  if type(text) ~= "string" or text:match("^%s*$") then
+  if (type(text) ~= "string" or text:match("^%s*$")) and not calls then
     return nil, "the reply has no text (finish reason " .. tostring(finish) .. ")", "empty"
   end
-  return { text = text, usage = usage, finish = finish, model = denull(obj.model),
+  return { text = text, usage = usage, finish = finish, model = denull(obj.model), tool_calls = calls,
     truncated = finish == "length" or finish == "max_tokens" }
+end
+
+-- ---- tool calls in replies ----
+
+-- A call's id and name as sent (an id is made up where a compatible server sends none).
+function M.new_call(id, name, i)
+  id, name = denull(id), denull(name)
+  return { id = type(id) == "string" and id ~= "" and id:sub(1, 128) or ("call_" .. i),
+    name = type(name) == "string" and name:sub(1, 128) or "" }
+end
+
+-- The arguments a model sent as text: a table, or nil, why they cannot be used.
+function M.decode_arguments(s)
+  if s:match("^%s*$") then return {} end
+  local ok, v = pcall(cjson.decode, s)
+  if not ok then return nil, "the arguments are not valid JSON (" .. tostring(v):gsub("^.-: ", "") .. ")" end
+  if type(v) ~= "table" or (next(v) ~= nil and #v > 0) then return nil, "the arguments are not a JSON object" end
+  return v
+end
+
+-- OpenAI's message.tool_calls as neutral calls, or nil when there are none. Arguments
+-- are a JSON string there; an object (as some compatible servers send) is taken too.
+function M.openai_calls(msg)
+  local list = type(msg) == "table" and denull(msg.tool_calls) or nil
+  if type(list) ~= "table" or #list == 0 then return nil end
+  local out = {}
+  for i, tc in ipairs(list) do
+    local f = type(tc) == "table" and denull(tc["function"]) or nil
+    f = type(f) == "table" and f or {}
+    local c = M.new_call(type(tc) == "table" and tc.id, f.name, i)
+    local a = denull(f.arguments)
+    if type(a) == "string" then
+      c.raw = a
+      c.arguments, c.error = M.decode_arguments(a)
+    elseif a == nil then
+      c.arguments = {}
+    elseif type(a) == "table" and (next(a) == nil or #a == 0) then
+      c.arguments = a
+    else
+      c.error = "the arguments are not a JSON object"
+    end
+    out[i] = c
+  end
+  return out
 end
 
 -- Error message from an error body ({"error": {"message": ...}} in both protocols).

@@ -3,6 +3,9 @@
 -- `kloop mcp` serves them over stdio, and a strategy can call them directly. Every
 -- candidate a call judges is recorded in one run of the store (strategy "mcp") with
 -- proposer agent:<client name> and the client's name and version as its provenance.
+-- With a host (a strategy run: strategies/agent.lua) the host judges instead: its
+-- driver evaluates, verifies and stores each candidate in the strategy's run, and
+-- history and best are the host's; this module then writes nothing itself.
 local kloop = require("kloop")
 -- (the store is reached through opts.db)
 local sys = require("kloop.core.sys")
@@ -72,15 +75,33 @@ Session.__index = Session
 
 -- A tool session over one task. opts: task (loaded), task_path, db (an open store),
 -- run_name, evaluator (one to use instead of starting our own), evaluator_opts, log
--- (function(msg), to stderr in kloop mcp). The run starts at the first recorded
--- candidate; close() ends it.
+-- (function(msg), to stderr in kloop mcp), tools (names: only these are offered). The
+-- run starts at the first recorded candidate; close() ends it.
+-- opts.host (instead of db) judges and remembers for a strategy run:
+--   host.judge(c, tool, args) -> result, candidate_id[, profile {verdict, reason}] | nil, why
+--     (c = {src, defines, name, baseline, parent}; tool "check" or "profile")
+--   host.lookup(id) -> {id, source, params, name} | nil   (candidate_id arguments)
+--   host.candidates() -> rows like the store's (id, name, proposer, evaluation, evaluations)
+--   host.best() -> such a row with source, params and speedup, or nil
+--   host.run_id (shown by task_info, history and best)
 function M.new(opts)
   assert(type(opts.task) == "table", "tools.new: give a loaded task")
-  assert(opts.db, "tools.new: give an open store")
+  assert(opts.db or opts.host, "tools.new: give an open store (or a host)")
   local self = setmetatable({ task = opts.task, task_path = opts.task_path, db = opts.db, run_name = opts.run_name,
     ev = opts.evaluator, evaluator_opts = opts.evaluator_opts or {}, log = opts.log or function() end,
-    client = { name = "unknown", version = "" }, known = {}, by_name = {}, definitions = defs.list }, Session)
-  for _, t in ipairs(defs.list) do self.by_name[t.name] = t end
+    host = opts.host, client = { name = "unknown", version = "" }, known = {}, by_name = {}, definitions = defs.list }, Session)
+  if opts.host then self.run = opts.host.run_id end
+  local offered
+  if opts.tools then
+    offered, self.definitions = {}, {}
+    for _, n in ipairs(opts.tools) do offered[n] = true end
+  end
+  for _, t in ipairs(defs.list) do
+    if not offered or offered[t.name] then
+      self.by_name[t.name] = t
+      if offered then self.definitions[#self.definitions + 1] = t end
+    end
+  end
   return self
 end
 
@@ -138,7 +159,8 @@ function Session:resolve(args, path)
     return nil, path .. ".candidate_id: give source or candidate_id, not both", path .. ".candidate_id"
   end
   if args.candidate_id then
-    local rec = self.db:candidate(args.candidate_id)
+    local rec
+    if self.host then rec = self.host.lookup(args.candidate_id) else rec = self.db:candidate(args.candidate_id) end
     if not rec then return nil, path .. ".candidate_id: no candidate " .. args.candidate_id, path .. ".candidate_id" end
     c.src, c.defines, c.name, c.parent = rec.source, args.defines or rec.params, rec.name, rec.id
   elseif args.source then
@@ -220,10 +242,14 @@ function H.compile(self, args)
     job = kloop.compile(c.src, { arch = args.arch or "sm_90", dir = t.dir, options = t.options, defines = c.defines,
       name = c.name .. ".cu", entries = { t.entry } })
   end
-  local id, rerr = self:record(c, "compile")
-  if not id then return fail("the store could not record the candidate: " .. tostring(rerr)) end
+  -- (a host's run keeps evaluations only: a compile there is no candidate)
+  local id, rerr
+  if not self.host then
+    id, rerr = self:record(c, "compile")
+    if not id then return fail("the store could not record the candidate: " .. tostring(rerr)) end
+  end
   local verdict = job.ok and "ok" or (job.rejected and "rejected" or "compile_error")
-  if verdict ~= "ok" then
+  if verdict ~= "ok" and id then
     self.db:add_evaluation(id, { verdict = verdict, reason = job.rejected and job.log or "compilation failed",
       compile_log = job.log, compile_seconds = job.seconds })
   end
@@ -237,14 +263,13 @@ function H.compile(self, args)
   return ok(res)
 end
 
--- Evaluates (or with profile = true, evaluates then profiles) and records the result.
-local function judge(self, args, tool)
-  local c, err, field = self:resolve(args, "arguments")
-  if not c then return nil, err, field end
+-- Evaluates (for profile: evaluates, then profiles) and records the result through this
+-- session's own evaluator and store: r, id, p, or nil, the tool error.
+local function judge_here(self, c, args, tool)
   local ev, eerr = self:evaluator()
-  if not ev then return fail("cannot start the evaluator: " .. tostring(eerr)) end
+  if not ev then return nil, fail("cannot start the evaluator: " .. tostring(eerr)) end
   local id, rerr = self:record(c, tool)
-  if not id then return fail("the store could not record the candidate: " .. tostring(rerr)) end
+  if not id then return nil, fail("the store could not record the candidate: " .. tostring(rerr)) end
   local r, p
   if tool == "profile" then
     r, p = ev:evaluate_and_profile(c.src, { defines = c.defines, name = c.name, timing = timing(args),
@@ -252,9 +277,23 @@ local function judge(self, args, tool)
   else
     r = ev:evaluate(c.src, { defines = c.defines, name = c.name, timing = timing(args) })
   end
-  if r.infrastructure then return fail("kloop could not run the candidate: " .. bounded(tostring(r.reason))) end
+  if r.infrastructure then return nil, fail("kloop could not run the candidate: " .. bounded(tostring(r.reason))) end
   local eid, werr = self.db:add_evaluation(id, r)
-  if not eid then return fail("the store could not record the evaluation: " .. tostring(werr)) end
+  if not eid then return nil, fail("the store could not record the evaluation: " .. tostring(werr)) end
+  return r, id, p
+end
+
+local function judge(self, args, tool)
+  local c, err, field = self:resolve(args, "arguments")
+  if not c then return nil, err, field end
+  local r, id, p
+  if self.host then
+    r, id, p = self.host.judge(c, tool, args)
+    if not r then return fail(tostring(id)) end
+  else
+    r, id, p = judge_here(self, c, args, tool)
+    if not r then return id end
+  end
   local out = summarize(r, id)
   if tool == "profile" and p then
     if p.verdict ~= "ok" then
@@ -324,8 +363,8 @@ function H.history(self, args)
   local limit = args.limit or M.LIMITS.history_default
   local rows = array()
   local total = 0
-  if self.run then
-    local list = assert(self.db:candidates(self.run))
+  if self.run or self.host then
+    local list = self.host and self.host.candidates() or assert(self.db:candidates(self.run))
     local picked = {}
     for _, c in ipairs(list) do
       local r = row_of(c)
@@ -339,7 +378,8 @@ function H.history(self, args)
 end
 
 function H.best(self, args)
-  local c = self.run and self.db:best(self.run)
+  local c
+  if self.host then c = self.host.best() else c = self.run and self.db:best(self.run) end
   if not c then return ok({ found = false, run_id = self.run }) end
   local out = row_of(c)
   local e = c.evaluation or {}
@@ -350,6 +390,10 @@ function H.best(self, args)
   out.params = type(c.params) == "table" and next(c.params) and c.params or nil
   if args.include_source then out.source = bounded(c.source, M.LIMITS.source_bytes) end
   -- the speedup over the task's own kernel, when this run measured it
+  if self.host then
+    out.speedup = num(c.speedup)
+    return ok(out)
+  end
   local base = assert(self.db:query([[SELECT min(e.median_ms) AS ms FROM evaluations e JOIN candidates c
     ON c.id = e.candidate_id WHERE c.run_id = ? AND c.proposer = 'baseline' AND e.verdict = 'ok']], self.run))[1]
   if base and num(base.ms) and out.time_ms and out.time_ms > 0 then out.speedup = base.ms / out.time_ms end

@@ -87,7 +87,8 @@ end
 
 local CAND_FIELDS = { source = true, name = true, params = true, plan = true, launch_plan = true, parents = true,
   proposer = true, model = true, prompt_id = true, prompt_hash = true, sampling = true, llm_seed = true,
-  tokens_in = true, tokens_out = true, cost = true, cost_usd = true, note = true, created_at = true }
+  tokens_in = true, tokens_out = true, cost = true, cost_usd = true, note = true, created_at = true,
+  conversation_id = true }
 
 -- Records a proposed candidate: id, or nil, msg (unknown run or parent).
 function DB:add_candidate(run_id, c)
@@ -104,13 +105,16 @@ function DB:add_candidate(run_id, c)
   return self:batch(function()
     local id, err = self:write([[INSERT INTO candidates (run_id, name, source, source_hash, params_json,
         launch_plan_json, proposer, model, prompt_id, prompt_hash, sampling_json, llm_seed, tokens_in, tokens_out,
-        cost_usd, note, created_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, coalesce(?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))]],
+        cost_usd, note, created_at, conversation_id)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, coalesce(?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')), ?)]],
       run_id, c.name, c.source, sys.content_hash(c.source), to_json(c.params), to_json(c.launch_plan or c.plan), proposer,
       c.model, c.prompt_id, c.prompt_hash, to_json(c.sampling), c.llm_seed, c.tokens_in, c.tokens_out,
-      c.cost_usd or c.cost, scrub_text(c.note), c.created_at)
+      c.cost_usd or c.cost, scrub_text(c.note), c.created_at, c.conversation_id)
     if not id then
-      if err:find("FOREIGN KEY", 1, true) then return nil, "no run " .. tostring(run_id) end
+      if err:find("FOREIGN KEY", 1, true) then
+        return nil, c.conversation_id and ("no run " .. tostring(run_id) .. " or conversation " .. tostring(c.conversation_id))
+          or ("no run " .. tostring(run_id))
+      end
       return nil, err
     end
     for pos, p in ipairs(parents) do
