@@ -51,3 +51,12 @@ for line in open(sys.argv[1]):
     print("mcp id", m.get("id"), "error" if "error" in m else ("isError" if r.get("isError") else "ok"),
           sc.get("verdict", ""), sc.get("time_ms", ""), (sc.get("reason") or "")[:80])
 PY
+echo "== agent strategy, scripted mock (OpenAI tool calls), on the naive gemm"
+bash tests/mock_llm/agent_demo.sh "$K" kernels/gemm.lua > "$out/agent.log" 2>&1; rc=$?
+tail -25 "$out/agent.log"
+row "agent (openai)" "exit $rc; $(grep -m1 -o 'best: .*' "$out/agent.log")"
+bash tests/mock_llm/agent_demo.sh "$K" kernels/gemm.lua anthropic > "$out/agent_anthropic.log" 2>&1; rc=$?
+row "agent (anthropic)" "exit $rc; $(grep -m1 -o 'best: .*' "$out/agent_anthropic.log")"
+echo
+echo "== summary"
+for r in "${rows[@]}"; do echo "$r"; done
