@@ -10,15 +10,19 @@ out=${OUT:-$(mktemp -d)}
 K=build/kloop
 rows=()
 row() { rows+=("$(printf '%-28s %s' "$1" "$2")"); }
+part=${PART:-all} # tests: doctor and the GPU tests; runs: the searches; all: both
+if [ "$part" != runs ]; then
 $K doctor 2>&1 | sed -n 1,14p
 for t in tests/gpu/*.lua; do
   name=$(basename "$t" .lua)
-  s=$(date +%s.%N)
+  s=$(date +%s)
   $K "$t" > "$out/gpu_$name.log" 2>&1; rc=$?
-  e=$(date +%s.%N)
+  e=$(date +%s)
   echo "== gpu_$name (exit $rc)"; tail -15 "$out/gpu_$name.log"
-  row "gpu_$name" "exit $rc, $(printf '%.0f' "$(echo "$e - $s" | bc)") s"
+  row "gpu_$name" "exit $rc, $((e - s)) s"
 done
+fi
+if [ "$part" != tests ]; then
 export KLOOP_DB="$out/gpu.db"
 echo "== tune gemm_tiled, budget 45, live report, promotion at the end"
 s=$(date +%s)
@@ -57,6 +61,7 @@ tail -25 "$out/agent.log"
 row "agent (openai)" "exit $rc; $(grep -m1 -o 'best: .*' "$out/agent.log")"
 bash tests/mock_llm/agent_demo.sh "$K" kernels/gemm.lua anthropic > "$out/agent_anthropic.log" 2>&1; rc=$?
 row "agent (anthropic)" "exit $rc; $(grep -m1 -o 'best: .*' "$out/agent_anthropic.log")"
+fi
 echo
 echo "== summary"
 for r in "${rows[@]}"; do echo "$r"; done
