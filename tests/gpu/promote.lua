@@ -18,9 +18,9 @@ os.remove(dir)
 assert(util.mkdir_p(dir))
 local dbpath = dir .. "/promote.db"
 local exe = sys.exe_path() or "build/kloop"
-local budget = tonumber(os.getenv("KLOOP_PROMOTE_BUDGET") or "") or 12
+local budget = tonumber(os.getenv("KLOOP_PROMOTE_BUDGET") or "") or 40
 local t0 = sys.now()
-local rc = os.execute(string.format("KLOOP_DB=%s %s tune kernels/gemm_tiled.lua --budget %d --seed 1 --quiet > %s/tune.log 2>&1",
+local rc = os.execute(string.format("KLOOP_DB=%s %s tune kernels/gemm_tiled.lua --budget %d --seed 1 --promote off --quiet > %s/tune.log 2>&1",
   util.shell_quote(dbpath), util.shell_quote(exe), budget, dir))
 if rc ~= 0 and rc ~= true then print(util.read_file(dir .. "/tune.log")) error("the tune run failed") end
 local tune_s = sys.now() - t0

@@ -104,6 +104,13 @@ describe("sanitizer outcomes", function()
     kind, n = sanitize.read_cuda_log("========= Error: Device not supported\n========= ERROR SUMMARY: 0 errors\n")
     assert.are.equal("skipped", kind)
     assert.truthy(n:find("Device not supported", 1, true))
+    -- racecheck's own summary line (seen on the H200: without it every racecheck run read
+    -- as "no summary", so a race was never refused)
+    assert.are.same({ "errors", 1 }, { sanitize.read_cuda_log(
+      "========= Error: Race reported between Write access at vadd+0x90\n"
+      .. "========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)\n") })
+    assert.are.same({ "clean", 0 },
+      { sanitize.read_cuda_log("========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n") })
     -- a tool that died before its summary never passes
     assert.are.equal("skipped", (sanitize.read_cuda_log("========= COMPUTE-SANITIZER\n")))
   end)

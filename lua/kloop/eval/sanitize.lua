@@ -81,7 +81,10 @@ function M.read_cuda_log(text)
       or text:match("([^\n]*terminated before first[^\n]*)")
     return "skipped", (why or "the tool refused the device"):gsub("^=+%s*", "")
   end
+  -- memcheck, synccheck and initcheck end with "ERROR SUMMARY: N errors"; racecheck with
+  -- "RACECHECK SUMMARY: H hazards displayed (N errors, W warnings)"
   local n = text:match("ERROR SUMMARY: (%d+) error")
+    or text:match("RACECHECK SUMMARY: %d+ hazards? displayed %((%d+) errors?")
   if not n then return "skipped", "the tool wrote no summary (it did not finish)" end
   n = tonumber(n)
   if n > 0 then return "errors", n end

@@ -162,7 +162,14 @@ end
 function W:kill()
   if self.proc then
     self.last_tail = self.proc:tail()
-    self.proc:kill()
+    if self.opts.worker_prefix then
+      -- a worker under a sanitizer: the tool (our child) writes its report when the worker
+      -- ends, and SIGKILL would lose it (its log buffers with it). Closing the pipes ends
+      -- the worker; the tool then exits, or is killed after the grace.
+      self.proc:close(self.opts.close_grace_ms or 2000)
+    else
+      self.proc:kill()
+    end
     self.proc = nil
     self.ready = false
   end
