@@ -31,8 +31,8 @@ A read of one element past the input passes verification (it lands in a guard zo
 AddressSanitizer refuses it:
 
   $ cd "$KLOOP_SRC" && kloop promote 4 | grep -E '^  sanitizer|^refused'; cd "$OLDPWD"
-    sanitizer       failed   AddressSanitizer/UBSan at N=8: AddressSanitizer: heap-buffer-overflow candidate.c:6 in vadd
-  refused at sanitizer: AddressSanitizer/UBSan at N=8: AddressSanitizer: heap-buffer-overflow candidate.c:6 in vadd (* s) (glob)
+    sanitizer       failed   AddressSanitizer/UBSan at N=1000: AddressSanitizer: heap-buffer-overflow candidate.c:6 in vadd
+  refused at sanitizer: AddressSanitizer/UBSan at N=1000: AddressSanitizer: heap-buffer-overflow candidate.c:6 in vadd (* s) (glob)
 
 The right kernel is promoted against the run's baseline, with the ratio and its CI:
 
@@ -61,7 +61,7 @@ export refuses the unpromoted, and --force says so in the files:
   ex/provenance.json:1
   $ kloop export 2 -o ex2 > /dev/null && grep -E '^// (promoted|  sanitizer)' ex2/kernel.c | sed -E 's/[0-9]+\.[0-9]+/R/g'
   // promoted Rx [R, R] vs c:1 (promotion 3)
-  //   sanitizer passed: clean under AddressSanitizer and UBSan at N=8
+  //   sanitizer passed: clean under AddressSanitizer and UBSan at N=1000
   $ python3 -c "import json; p = json.load(open('ex2/provenance.json'))['promotion']; print(p['state'], len(p['steps']), len(p['hidden_sizes']) > 5, p['sanitizer'][:6])"
   promoted 6 True passed
 

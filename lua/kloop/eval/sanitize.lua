@@ -18,14 +18,21 @@ M.CUDA_TOOLS = { "memcheck", "racecheck", "synccheck", "initcheck" }
 M.QUOTE_LINES = 12
 M.ERROR_EXIT = 86
 
--- The smallest declared size (by bytes of buffers): where a sanitizer run is cheap.
+-- Where a sanitizer runs: the smallest declared check size with at least this many
+-- bytes of buffers (cheap, yet more than one thread's work).
+M.MIN_BYTES = 16384
+
 function M.small_size(task)
-  local best, bb
-  for _, s in ipairs(task.sizes.check) do
-    local b = hidden.bytes_at(task, s) or math.huge
-    if not best or b < bb then best, bb = s, b end
+  -- the smallest declared check size that still has some work in it (16 KiB of buffers:
+  -- a race between threads needs more than one thread, and N = 1 has one); else the
+  -- largest check size; a sanitizer slows a kernel 10-100x, so never the bench size
+  local sized = {}
+  for _, s in ipairs(task.sizes.check) do sized[#sized + 1] = { s = s, b = hidden.bytes_at(task, s) or math.huge } end
+  table.sort(sized, function(a, b) return a.b < b.b end)
+  for _, x in ipairs(sized) do
+    if x.b >= M.MIN_BYTES then return x.s end
   end
-  return best or task.sizes.bench
+  return sized[#sized] and sized[#sized].s or task.sizes.bench
 end
 
 -- A copy of the task that verifies on `list` only (the last one as its bench case).
