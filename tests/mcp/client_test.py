@@ -94,8 +94,9 @@ async def main():
             check(hist["total"] >= 5 and len(hist["candidates"]) == 2 and hist["truncated"], "history capped at its limit")
             best = (await call("best", {"include_source": True})).structured_content
             check(best["found"] and best["verdict"] == "ok", "best is a verified candidate")
-            prom = await call("promote", {"candidate_id": best["candidate_id"]}, error=True)
-            check("not available" in prom.content[0].text, "promote says it is not available yet")
+            prom = (await call("promote", {"candidate_id": best["candidate_id"]})).structured_content
+            check(prom["state"] in ("promoted", "refused", "failed") and len(prom["steps"]) >= 1,
+                  "promote runs the staged path: %s (%s)" % (prom["state"], prom.get("reason", "")[:120]))
 
             # refused calls name the field, and the server keeps serving
             await expect_error(session, "check", {"source": 42}, "arguments.source")

@@ -75,8 +75,11 @@ describe("kloop.mcp.tools", function()
     local b = assert(s:call("best", {})).structured
     assert.is_true(b.found)
     assert.equal(base.candidate_id, b.candidate_id)
-    local p = assert(s:call("promote", { candidate_id = b.candidate_id }))
+    -- promote of a candidate outside this session's run is a tool error (the real
+    -- promotion is driven by tests/mcp/client_test.py over a host task)
+    local p = assert(s:call("promote", { candidate_id = 999999 }))
     assert.is_true(p.is_error)
+    assert.truthy(p.text:find("not a candidate of this session's run", 1, true))
     local pr = assert(s:call("profile", {}))
     assert.is_true(pr.is_error)
     s:close()

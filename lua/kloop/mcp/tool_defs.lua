@@ -132,11 +132,16 @@ M.list = {
       reason = STR, time_ms = NUM, ci_ms = CI, speedup = NUM, tool = STR, evaluations = INT, created_at = STR,
       params = { type = "object" }, source = STR } } },
   { name = "promote", title = "Promote a candidate",
-    description = "Makes a verified candidate the task's kernel. Not available in this kloop yet.",
+    description = "kloop promote: the staged path from a verified candidate of this run to a promoted one " ..
+      "(a fresh worker and secret, hidden sizes, more input distributions, compute-sanitizer or ASan/UBSan, " ..
+      "an interleaved A/B against the incumbent). Each step is recorded; the promoted speedup is the A/B ratio.",
     inputSchema = obj({ candidate_id = { type = "integer", minimum = 1 }, note = { type = "string", maxLength = 1024 } },
       { "candidate_id" }),
     annotations = { readOnlyHint = false, destructiveHint = false, openWorldHint = false },
-    outputSchema = { type = "object", properties = { candidate_id = INT, promoted = { type = "boolean" } } } },
+    outputSchema = { type = "object", required = array({ "candidate_id", "promoted", "state" }), properties = {
+      candidate_id = INT, promoted = { type = "boolean" }, state = { type = "string", enum = array({ "promoted", "refused", "failed" }) },
+      reason = STR, ratio = NUM, ratio_ci = CI, promotion_id = INT,
+      steps = { type = "array", items = { type = "object", properties = { step = STR, status = STR, reason = STR } } } } } },
 }
 
 return M

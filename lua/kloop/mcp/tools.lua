@@ -400,8 +400,27 @@ function H.best(self, args)
   return ok(out)
 end
 
-function H.promote()
-  return fail("promotion is not available in this kloop yet")
+-- kloop promote (docs/PROMOTION.md) of a verified candidate of this run: a fresh worker
+-- and secret, hidden sizes, more input distributions, the sanitizers, an A/B against the
+-- incumbent; every step is recorded in the store. A refusal is a result (state refused
+-- with the step's reason), not a tool error; a promotion that cannot run is one.
+function H.promote(self, args)
+  if self.host then return fail("promote is not a tool of the agent strategy (the search promotes its best)") end
+  local c = self.db:candidate(args.candidate_id)
+  if not c or c.run_id ~= self.run then
+    return fail(string.format("candidate %d is not a candidate of this session's run", args.candidate_id))
+  end
+  local r, err = require("kloop.eval.promote").run(self.db, c.id, { task = self.task, quiet = true })
+  if not r then return fail("promotion could not run: " .. bounded(tostring(err), M.LIMITS.text_bytes)) end
+  local steps = array()
+  for _, st in ipairs(r.steps or {}) do
+    steps[#steps + 1] = { step = st.step, status = st.status, reason = bounded(tostring(st.reason or ""), 2048) }
+  end
+  return ok({ candidate_id = c.id, promoted = r.state == "promoted", state = r.state,
+    reason = bounded(tostring(r.reason or ""), M.LIMITS.text_bytes), ratio = num(r.ratio),
+    ratio_ci = type(r.ratio_ci) == "table" and num(r.ratio_ci[1]) and num(r.ratio_ci[2])
+      and array({ r.ratio_ci[1], r.ratio_ci[2] }) or nil,
+    promotion_id = r.promotion_id, steps = steps })
 end
 
 -- Calls a tool: a result {structured, text, is_error}, or nil, message, field for a
