@@ -391,6 +391,7 @@ local function gather_run(db, id, top_n)
   run.llm_calls = #calls
   run.clocks = clocks_of(cands)
   run.stages = stages
+  run.promotion = M.promotion_of(db, id)
   run.t0 = nil
   return {
     run = run, points = points, groups = groups, failures = failures,
@@ -468,6 +469,17 @@ function M.gather(db, run_ids, opts)
   end
   if res.err then return nil, res.err end
   return res
+end
+
+-- The latest `kloop promote` of one of the run's candidates (docs/PROMOTION.md), or nil
+-- (none, or a store from before promotions existed).
+function M.promotion_of(db, run_id)
+  local has = db:query("SELECT 1 AS x FROM sqlite_master WHERE type = 'table' AND name = 'promotions'")
+  if not has or not has[1] then return nil end
+  local rows = db:query([[SELECT p.id, p.candidate_id, p.incumbent_id, p.state, p.reason, p.ratio, p.ratio_ci_lo,
+    p.ratio_ci_hi, p.seconds FROM promotions p JOIN candidates c ON c.id = p.candidate_id
+    WHERE c.run_id = ? ORDER BY p.id DESC LIMIT 1]], run_id)
+  return rows and rows[1] or nil
 end
 
 return M

@@ -166,11 +166,22 @@ function M.provenance(run)
     { "gpu", run.gpu_name and (run.gpu_name .. " " .. (run.gpu_arch or "")) or M.na("host run: no GPU") },
     { "clocks", clocks },
     { "throttling", throttle },
-    { "promotion", string.format("%d full, %d screened only, %d promoted, %d not evaluated", st.full or 0,
-      st.screened or 0, st.promoted or 0, st.unevaluated or 0) },
+    { "stages", string.format("%d full, %d screened only, %d taken from a screen to the full protocol, %d not evaluated",
+      st.full or 0, st.screened or 0, st.promoted or 0, st.unevaluated or 0) },
+    { "promotion", M.promotion_text(run.promotion) },
     { "llm", string.format("%d calls, %d tokens, %s", run.llm_calls or 0, run.tokens or 0,
       M.usd(run.cost_usd, (run.llm_calls or 0) == 0 and "no LLM call" or "no price known")) },
   }
+end
+
+-- The provenance line of a run's latest promotion (kloop promote).
+function M.promotion_text(p)
+  if not p then return M.na("no candidate of this run was promoted or refused (kloop promote)") end
+  local ratio = p.ratio and string.format(" %.2fx [%.2f, %.2f] vs %s", p.ratio, p.ratio_ci_lo or 0 / 0,
+    p.ratio_ci_hi or 0 / 0, p.incumbent_id and ("c:" .. p.incumbent_id) or "the task's kernel") or ""
+  local why = p.state ~= "promoted" and p.reason and (": " .. p.reason) or ""
+  return string.format("c:%d %s%s%s (promotion %d%s)", p.candidate_id, p.state, ratio, why, p.id,
+    p.seconds and string.format(", %.1f s", p.seconds) or "")
 end
 
 return M

@@ -328,7 +328,9 @@ function M.run(strategy, path, args)
   if not target then util.eprintf("kloop: %s needs a TARGET (a task's kernel)\n%s", path, M.help(strategy, path)) return 2 end
   local task, err = taskmod.load(target)
   if not task then util.eprintf("kloop: %s\n", err) return 1 end
-  if task.backend == "cuda" and not gpu.probe(0) then
+  -- the GPU's facts go into the run's provenance (name, arch, driver)
+  local gpu_facts = task.backend == "cuda" and gpu.probe(0) or nil
+  if task.backend == "cuda" and not gpu_facts then
     util.eprintf("kloop: no GPU here for %s; try a host task (examples/cpu/*.c)\n", target)
     return 1
   end
@@ -353,8 +355,8 @@ function M.run(strategy, path, args)
     util.eprintf("kloop: --llm-max-reply %s: give a size (bytes, or 512k, 1M)\n", opts.llm_max_reply)
     return 2
   end
-  local ctx = setmetatable({ task = task, opts = opts, history = {}, verdicts = {}, stages = {}, t0 = sys.now(), done_keys = {},
-    rng = rng.new(opts.seed), strategy = strategy, path = path, target = target, given = given }, Ctx)
+  local ctx = setmetatable({ task = task, gpu = gpu_facts, opts = opts, history = {}, verdicts = {}, stages = {},
+    t0 = sys.now(), done_keys = {}, rng = rng.new(opts.seed), strategy = strategy, path = path, target = target, given = given }, Ctx)
   ctx.ev = eval.new(task, { deadline = opts.deadline > 0 and opts.deadline or nil,
     on_reevaluate = function(result) ctx:reevaluated(result) end,
     log = function(line) if not opts.quiet then util.eprintf("kloop: %s\n", line) end end })
