@@ -1,7 +1,6 @@
 -- tests/spec/store_open_spec.lua: opening the store read-only never writes it; empty and
 -- foreign files are refused untouched; JSON output of the read commands is valid UTF-8.
 local store = require("kloop.store.db")
-local store_common = require("kloop.cli.store_common")
 local util = require("kloop.util")
 
 package.path = "tests/spec/support/?.lua;" .. package.path
@@ -90,26 +89,5 @@ describe("kloop.store.open read-only", function()
     assert.is_nil(db)
     assert.matches("no database at", err, 1, true)
     assert.is_false(util.file_exists(path))
-  end)
-end)
-
-describe("kloop.cli.store_common JSON", function()
-  it("turns each byte of an invalid UTF-8 sequence into U+00XX and keeps valid text", function()
-    local s = store_common.utf8_safe_string
-    assert.are.equal("abc", s("abc"))
-    assert.are.equal("caf\195\169", s("caf\233"))                      -- Latin-1 é: one byte
-    assert.are.equal("\195\191\195\190", s("\255\254"))
-    assert.are.equal("\226\130\172", s("\226\130\172"))               -- the euro sign stays
-    assert.are.equal("\240\159\152\128", s("\240\159\152\128"))       -- U+1F600 stays
-    assert.are.equal("\195\173\194\160\194\128", s("\237\160\128"))   -- a surrogate is not UTF-8
-    assert.are.equal("\195\128\194\175", s("\192\175"))               -- nor an overlong '/'
-    assert.are.equal("x\195\162\194\130", s("x\226\130"))             -- a cut-off sequence
-    assert.are.equal("\195\180\194\144\194\128\194\128", s("\244\144\128\128")) -- above U+10FFFF
-  end)
-
-  it("makes keys and nested strings safe and keeps array marks", function()
-    local v = store_common.utf8_safe({ ["k\255"] = { "a\254" }, list = store.array({}) })
-    assert.are.equal("a\195\190", v["k\195\191"][1])
-    assert.are.equal("[]", store.encode(v.list))
   end)
 end)

@@ -1,7 +1,5 @@
 -- tests/spec/store_spec.lua: the run store: provenance round trips, lineage, best, migrations, secrets.
 local store = require("kloop.store.db")
-local store_common = require("kloop.cli.store_common")
-local textdiff = require("kloop.textdiff")
 local core = require("kloop.core.ffi")
 local util = require("kloop.util")
 
@@ -446,62 +444,6 @@ describe("kloop.store schema versions", function()
     assert.is_nil(ok)
     assert.matches("no database at", err, 1, true)
     assert.is_false(util.file_exists(tmp .. "/missing.db"))
-  end)
-end)
-
-describe("kloop.cli.store_common and kloop.textdiff", function()
-  it("parses ids", function()
-    assert.are.same({ "run", 3 }, { store_common.parse_ref("3", "run") })
-    assert.are.same({ "candidate", 3 }, { store_common.parse_ref("3", "candidate") })
-    assert.are.same({ "candidate", 12 }, { store_common.parse_ref("c:12", "run") })
-    assert.are.same({ "run", 12 }, { store_common.parse_ref("r:12", "candidate") })
-    assert.is_nil((store_common.parse_ref("x:1", "run")))
-    assert.is_nil((store_common.parse_ref("c:", "run")))
-    assert.is_nil((store_common.parse_ref("1.5", "run")))
-  end)
-
-  -- Reference LCS length by dynamic programming, to check the diff is minimal.
-  local function lcs(a, b)
-    local prev = {}
-    for j = 0, #b do prev[j] = 0 end
-    for i = 1, #a do
-      local cur = { [0] = 0 }
-      for j = 1, #b do
-        cur[j] = a[i] == b[j] and prev[j - 1] + 1 or math.max(prev[j], cur[j - 1])
-      end
-      prev = cur
-    end
-    return prev[#b]
-  end
-
-  it("diffs lines minimally and reproducibly (random cases)", function()
-    math.randomseed(7)
-    for _ = 1, 300 do
-      local a, b = {}, {}
-      for i = 1, math.random(0, 12) do a[i] = string.char(96 + math.random(1, 4)) end
-      for i = 1, math.random(0, 12) do b[i] = string.char(96 + math.random(1, 4)) end
-      local ops = textdiff.diff_lines(a, b)
-      local ra, rb, changes = {}, {}, 0
-      for _, op in ipairs(ops) do
-        if op[1] ~= "+" then ra[#ra + 1] = op[2] end
-        if op[1] ~= "-" then rb[#rb + 1] = op[2] end
-        if op[1] ~= " " then changes = changes + 1 end
-      end
-      assert.are.same(a, ra)
-      assert.are.same(b, rb)
-      assert.are.equal(#a + #b - 2 * lcs(a, b), changes)
-    end
-  end)
-
-  it("writes unified hunks like diff -u", function()
-    local a = "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n"
-    local b = "1\n2\n3\nfour\n5\n6\n7\n8\n9\n10\n11\n12\n13\n"
-    local body, removed, added = textdiff.unified(a, b, 3)
-    assert.are.equal(1, removed)
-    assert.are.equal(2, added)
-    assert.are.equal("@@ -1,7 +1,7 @@\n 1\n 2\n 3\n-4\n+four\n 5\n 6\n 7\n@@ -10,3 +10,4 @@\n 10\n 11\n 12\n+13\n", body)
-    assert.are.equal("", (textdiff.unified(a, a)))
-    assert.are.equal("@@ -0,0 +1 @@\n+x\n", (textdiff.unified("", "x\n")))
   end)
 end)
 

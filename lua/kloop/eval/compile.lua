@@ -56,6 +56,17 @@ function M.scan_includes(source)
   return quoted
 end
 
+-- Appends a candidate's compiler options to options, each passed by check (the
+-- compiler's own fence): true, or nil, the first refusal.
+function M.add_options(options, list, check)
+  for _, o in ipairs(list or {}) do
+    local ok, err = check(o)
+    if not ok then return nil, err end
+    options[#options + 1] = o
+  end
+  return true
+end
+
 -- Appends -DNAME=VALUE options, refusing anything that is not a plain name and value.
 function M.add_defines(options, defines)
   for _, k in ipairs(util.sorted_keys(defines or {})) do
@@ -194,11 +205,8 @@ function M.prepare(src, opts)
   end
   local options = { "--gpu-architecture=" .. arch, "-std=c++17", "-lineinfo", "-Xptxas=-v",
     "-I" .. cffi.cuda_home() .. "/include" }
-  for _, o in ipairs(opts.options or {}) do
-    local ok, err = M.check_option(o)
-    if not ok then return nil, err end
-    options[#options + 1] = o
-  end
+  local oko, oerr = M.add_options(options, opts.options, M.check_option)
+  if not oko then return nil, oerr end
   local okd, derr = M.add_defines(options, opts.defines)
   if not okd then return nil, derr end
   -- C++ entries: name expressions in, lowered names out (job.lowered[entry])

@@ -62,11 +62,8 @@ function M.prepare(src, opts)
   end
   local options = {}
   for _, o in ipairs(M.default_options) do options[#options + 1] = o end
-  for _, o in ipairs(opts.options or {}) do
-    local ok, err = M.check_option(o)
-    if not ok then return nil, err end
-    options[#options + 1] = o
-  end
+  local oko, oerr = compile.add_options(options, opts.options, M.check_option)
+  if not oko then return nil, oerr end
   local ok, derr = compile.add_defines(options, opts.defines)
   if not ok then return nil, derr end
   local parts = { M.cc_version(), src, table.concat(options, "\0") }
