@@ -442,6 +442,8 @@ function M.check(t, file, cu_path)
   if t.flush_cache ~= nil then want(file, "flush_cache", t.flush_cache, "boolean", "flush_cache = true") end
   task.flush_cache = t.flush_cache
   if task.flush_cache == nil then task.flush_cache = task.backend == "cuda" end
+  -- a library's time for the same work (the report's reference line): kloop.eval.library
+  if t.library ~= nil then task.library = require("kloop.eval.library").check_field(file, t.library, task) end
   -- every size and launch plan must evaluate now, not halfway through a run
   -- (at the default point: the first value of each parameter)
   for _, case in ipairs(M.cases(task)) do
