@@ -423,4 +423,15 @@ int kl_http_cancel(kl_http *client, int64_t id); /* KL_ENOTFOUND when not pendin
 int kl_http_pending(kl_http *client);            /* requests not yet returned by poll */
 void kl_http_result_free(kl_http_result *res);
 
+/* cuBLAS, opened with dlopen: a task's library reference time, measured in a short-lived
+   child that called kl_cuda_init (never in kloop's main process). */
+int kl_blas_load(kl_err *err);
+const char *kl_blas_path(void); /* the library opened; "" before */
+/* A handle on the current context, math mode CUBLAS_DEFAULT_MATH (fp32, no TF32);
+   version and math_mode (when not NULL) get cuBLAS's version and the mode it reports. */
+int kl_blas_create(void **handle, int *version, int *math_mode, kl_err *err);
+int kl_blas_destroy(void *handle);
+/* Row-major C[m,n] = A[m,k] B[k,n], float32, alpha 1, beta 0, on the default stream. */
+int kl_blas_sgemm_rm(void *handle, int m, int n, int k, uint64_t a, uint64_t b, uint64_t c, kl_err *err);
+
 #endif

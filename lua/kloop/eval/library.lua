@@ -1,12 +1,145 @@
 -- kloop.eval.library: a task's library reference (`library = {...}`): the time a vendor
--- library (cuBLAS for a gemm) takes for the same work, shown as a line in the report.
+-- library (cuBLAS for a gemm) takes for the same work at the bench size, shown as a
+-- line in the report (docs/TASKS.md, "library"). The measurement runs in a short-lived
+-- child (`kloop -e`), never in kloop's main process, which does not initialize CUDA.
+local cjson = require("cjson")
 local M = {}
 
--- Checks the sidecar's `library` field: the normalized table, or raises a TaskError.
+-- The calls a sidecar may name: their size names (in the order the child takes them),
+-- the default label, and a line of what they compute.
+M.CALLS = {
+  sgemm = { sizes = { "m", "n", "k" }, name = "cuBLAS sgemm",
+    what = "row-major C[m,n] = A[m,k] B[k,n], float32, alpha 1, beta 0" },
+}
+M.WARMUP, M.REPS, M.TIMEOUT_S = 5, 30, 120
+
+local FIX = 'library = { call = "sgemm", m = "M", n = "N", k = "K" }'
+
+-- Checks the sidecar's `library` field: the normalized table
+-- ({name, call, m = "M", ...}), or raises a TaskError.
 function M.check_field(file, v, task)
   local fields = require("kloop.eval.task_fields")
-  fields.fail(file, "library", "library references are not supported yet", "remove the library field")
-  return v, task
+  local fail = fields.fail
+  fields.want(file, "library", v, "table", FIX)
+  if task.backend == "host" then
+    fail(file, "library", "a library reference is timed on the GPU; this is a host task", "remove the library field")
+  end
+  local calls = {}
+  for c in pairs(M.CALLS) do calls[#calls + 1] = c end
+  table.sort(calls)
+  local spec = M.CALLS[fields.one_of(file, "library.call", v.call, calls, 'call = "sgemm"')]
+  local allowed = { "name", "call" }
+  for _, s in ipairs(spec.sizes) do allowed[#allowed + 1] = s end
+  fields.known_fields(file, "library", v, allowed)
+  if v.name ~= nil then fields.want(file, "library.name", v.name, "string", 'name = "cuBLAS sgemm"') end
+  local bench = task.sizes and task.sizes.bench or {}
+  local names = {}
+  for k in pairs(bench) do names[#names + 1] = k end
+  table.sort(names)
+  local out = { name = v.name or spec.name, call = v.call }
+  for _, s in ipairs(spec.sizes) do
+    local var = v[s]
+    if type(var) ~= "string" or type(bench[var]) ~= "number" then
+      fail(file, "library." .. s, string.format("%s is not a size of this task (sizes.bench has %s)",
+        fields.describe(var), #names > 0 and table.concat(names, ", ") or "none"),
+        string.format('%s = "%s"', s, fields.closest(tostring(var), names) or (names[1] or "N")))
+    end
+    out[s] = var
+  end
+  return out
+end
+
+-- The child's command line for lib (check_field's table) at the task's bench size.
+function M.argv(exe, lib, task)
+  local spec = M.CALLS[lib.call]
+  local dims = {}
+  for _, s in ipairs(spec.sizes) do dims[#dims + 1] = string.format("%d", task.sizes.bench[lib[s]]) end
+  local chunk = string.format("require('kloop.eval.library').child(%q, %s, %d, %d)", lib.call,
+    table.concat(dims, ", "), M.WARMUP, M.REPS)
+  return { exe, "-q", "-e", chunk }, dims
+end
+
+-- In the child: opens CUDA and cuBLAS, times the call, and sends one JSON reply on fd
+-- 4 ({ok, median_ms, ci = {lo, hi}, n, math_mode, version, path} or {error}).
+function M.child(call, m, n, k, warmup, reps)
+  local proc, stats = require("kloop.core.proc"), require("kloop.eval.stats")
+  local reply
+  local g, msg = require("kloop.core.blas").gemm(m, n, k, 0)
+  if not g then
+    reply = { error = msg }
+  else
+    local times, terr = g:time(warmup, reps)
+    if not times then
+      reply = { error = terr }
+    else
+      local med, lo, hi = stats.median_ci(times)
+      reply = { ok = true, call = call, median_ms = med, ci = { lo, hi }, n = #times,
+        math_mode = g.math_mode == 0 and "default (fp32, no TF32)" or ("mode " .. g.math_mode),
+        version = g.version, path = g.path }
+    end
+    g:close()
+  end
+  proc.chan_send(4, cjson.encode(reply))
+end
+
+-- Measures task.library once in a child: a table {library = name, library_ms, library_ci
+-- = {lo, hi}, library_math, library_version, library_size}, or nil, msg.
+-- opts.exe: the kloop binary (default: this one); opts.timeout_s.
+function M.measure(task, opts)
+  opts = opts or {}
+  local lib = task.library
+  if not lib then return nil, "the task names no library" end
+  if task.backend ~= "cuda" then return nil, "a library reference needs a CUDA task" end
+  local exe = opts.exe or require("kloop.core.sys").exe_path()
+  if not exe then return nil, "cannot find kloop's own binary" end
+  local argv, dims = M.argv(exe, lib, task)
+  local p, serr = require("kloop.core.proc").spawn(argv)
+  if not p then return nil, serr end
+  local text, why, rmsg = p:recv(opts.timeout_s or M.TIMEOUT_S)
+  local tail = p:tail()
+  p:close(2000)
+  if not text then
+    local last = tail:match("([^\n]+)\n?$")
+    return nil, string.format("the timing child gave no reply (%s%s)", why,
+      last and (": " .. last) or (rmsg and rmsg ~= "" and ": " .. rmsg or ""))
+  end
+  local ok, r = pcall(cjson.decode, text)
+  if not ok or type(r) ~= "table" then return nil, "the timing child's reply is not JSON" end
+  if not r.ok then return nil, tostring(r.error or "the timing child failed") end
+  if type(r.median_ms) ~= "number" or not (r.median_ms > 0) then return nil, "the timing child's time is not positive" end
+  return { library = lib.name, library_ms = r.median_ms, library_ci = r.ci, library_math = r.math_mode,
+    library_version = r.version, library_size = table.concat(dims, "x") }
+end
+
+-- The driver's hook at the start of a search (after the baseline): measures the task's
+-- library reference once, prints one line and records it in the run (ctx.store, absent
+-- with --no-store). A failure (no cuBLAS, no GPU) prints one line; the search goes on.
+-- opts: measure's. Returns the measured table, or nil, msg.
+function M.at_start(ctx, opts)
+  local sys, util = require("kloop.core.sys"), require("kloop.util")
+  local task = ctx.task
+  if not task.library or task.backend ~= "cuda" then return nil, "no library reference for this task" end
+  if ctx.store and ctx.store.resumed then return nil, "a resumed run keeps the reference it recorded" end
+  local okm, r, merr = pcall(M.measure, task, opts)
+  if not okm then
+    if sys.is_interrupt(r) then error(r, 0) end
+    r, merr = nil, tostring(r)
+  end
+  sys.check_interrupt()
+  local quiet = ctx.opts and ctx.opts.quiet
+  if not r then
+    util.eprintf("kloop: library: %s not measured (%s); the search goes on\n", task.library.name, tostring(merr))
+    return nil, merr
+  end
+  if not quiet then
+    print(string.format("library: %s %s at the bench size (%s, %s)", r.library, util.fmt_ms(r.library_ms),
+      r.library_size, r.library_math or "math mode unknown"))
+  end
+  if ctx.store and ctx.store.db and ctx.run_id then
+    local okw, werr = ctx.store.db:set_run_library(ctx.run_id, r)
+    if not okw then util.eprintf("kloop: library: the store did not keep the reference (%s)\n", tostring(werr)) end
+  end
+  return r
 end
 
 return M

@@ -94,6 +94,18 @@ end
 function M.run_file(lua_path)
   local chunk, err = loadfile(lua_path)
   if not chunk then return nil, err end
+  return M.run_chunk(chunk, lua_path)
+end
+
+-- The same for a sidecar's text (a worker in its sandbox opens no files: the parent
+-- sends the text). name is the file it came from, for messages.
+function M.run_text(text, name)
+  local chunk, err = loadstring(text, "@" .. name)
+  if not chunk then return nil, err end
+  return M.run_chunk(chunk, name)
+end
+
+function M.run_chunk(chunk, lua_path)
   local env = M.sandbox_env()
   env.kloop = { task = function(t) return t end }
   setfenv(chunk, env)

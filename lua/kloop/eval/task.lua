@@ -83,13 +83,17 @@ function M.load(target)
     return nil, string.format("%s: no task sidecar (expected %s next to the kernel; see docs/TASKS.md)",
       target, lua_path)
   end
-  local t, err = sidecar.run_file(lua_path)
+  -- the text is read once: a check function is compiled again from it in the worker
+  local text = util.read_file(lua_path)
+  if not text then return nil, lua_path .. ": cannot read the sidecar" end
+  local t, err = sidecar.run_text(text, lua_path)
   if not t then return nil, err end
   local ok2, task = pcall(M.check, t, lua_path, cu_path)
   if not ok2 then
     if type(task) == "table" and task.message then return nil, task.message end
     error(task, 0)
   end
+  if task.check then task.check_text = text end
   return task
 end
 
@@ -267,9 +271,21 @@ function M.check(t, file, cu_path)
   end
   task.launch = guard(file, "launch", t.launch, launch_result_ok)
 
+  -- check (docs/TASKS.md "Check functions"): a function of inputs and outputs run in the
+  -- worker, in place of the reference (reference omitted or false) or beside it
+  if t.check ~= nil then
+    want(file, "check", t.check, "function", 'check = function(c) return true end (or false, "why")')
+    task.check = t.check
+  end
   -- reference
   local ref = t.reference
-  if ref == nil or ref == "baseline" then
+  if ref == false or (ref == nil and t.check ~= nil) then
+    if t.check == nil then
+      fail(file, "reference", "the task gives neither a reference nor a check: verification needs one of the two",
+        'reference = "baseline" (or {source, entry}), or check = function(c) ... end')
+    end
+    task.reference = { baseline = true, none = true }
+  elseif ref == nil or ref == "baseline" then
     task.reference = { baseline = true }
   elseif type(ref) == "table" then
     known_fields(file, "reference", ref, M.FIELDS.reference)

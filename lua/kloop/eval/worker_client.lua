@@ -197,7 +197,7 @@ function W:start()
   if not hello.ok then self:kill() return nil, hello.error end
   self.gpu = hello.gpu
   self.arch = self.opts.arch or hello.gpu.arch
-  if not self.ref_job then
+  if not self.ref_job and not self.task.reference.none then
     local ref = self.task.reference
     local src = ref.baseline and self.task.source or ref.source
     local job = self:compile_source(src, { name = ref.baseline and util.basename(self.task.kernel) or util.basename(ref.path),
@@ -214,8 +214,11 @@ function W:start()
     -- by one element (kloop.eval.sanitize; the worker protocol honours spec.guards)
     if self.opts.guards == false then self.task_spec.guards = false end
     -- a C++ reference resolves by its lowered name
-    local low = self.ref_job.lowered or {}
+    local low = self.ref_job and self.ref_job.lowered or {}
     local spec = self.task_spec
+    -- a check function travels as the sidecar's text; the worker compiles it in its sandbox
+    spec.reference.none = self.task.reference.none or nil
+    if self.task.check then spec.check = { text = self.task.check_text, file = self.task.file } end
     spec.reference.entry = low[spec.reference.entry] or spec.reference.entry
     for _, case in ipairs(spec.cases) do
       for _, k in ipairs(case.ref_plan) do k.entry = low[k.entry] or k.entry end
@@ -235,7 +238,7 @@ function W:start()
   end
   local t0 = sys.now()
   local r
-  r, kind, msg = self:request({ op = "setup", spec = self.task_spec, ref_cubin = self.ref_job.cubin_path,
+  r, kind, msg = self:request({ op = "setup", spec = self.task_spec, ref_cubin = self.ref_job and self.ref_job.cubin_path,
     flush_cubin = own.flush, check_cubin = own.check }, 900)
   if not r then return nil, "task setup failed (" .. kind .. "): " .. msg end
   if not r.ok then self:kill() return nil, "task setup failed: " .. tostring(r.error) end

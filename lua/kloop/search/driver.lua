@@ -430,6 +430,8 @@ function M.run(strategy, path, args)
     util.eprintf("kloop: the task's own kernel failed (%s: %s); speedups are not defined\n",
       ctx.baseline.result.verdict, ctx.baseline.result.reason or "")
   end
+  -- the library's time for the same work (the report's reference line), measured once
+  if ok and task.library then ok, msg = protected("library", require("kloop.eval.library").at_start, ctx) end
   -- the loop itself runs protected too: Ctrl-C can land between two hook calls
   local okloop, lerr = xpcall(function()
   for _, cand in ipairs(pending) do

@@ -248,4 +248,28 @@ function DB:update_llm_call(id, c)
   return true
 end
 
+-- Records a run's library reference time (kloop.eval.library.measure's table: library,
+-- library_ms, library_ci = {lo, hi}, ...), merged into the run's options, where the
+-- report reads it. Returns true, or nil, msg.
+local LIBRARY_KEYS = { library = "string", library_ms = "number", library_ci = "table", library_math = "string",
+  library_version = "number", library_size = "string" }
+function DB:set_run_library(run_id, lib)
+  self:check_open()
+  if type(lib) ~= "table" or type(lib.library_ms) ~= "number" or not (lib.library_ms > 0) then
+    error("set_run_library: give a table with library_ms > 0", 2)
+  end
+  for k, v in pairs(lib) do
+    if LIBRARY_KEYS[k] ~= type(v) then error("set_run_library: unexpected " .. tostring(k) .. " = " .. tostring(v), 2) end
+  end
+  local rows, err = self:query("SELECT options_json FROM runs WHERE id = ?", run_id)
+  if not rows then return nil, err end
+  if not rows[1] then return nil, "no run " .. tostring(run_id) end
+  local o = rows[1].options_json and json.from_json(rows[1].options_json) or {}
+  if type(o) ~= "table" then o = {} end
+  for k, v in pairs(lib) do o[k] = k == "library_ci" and json.array(v) or v end
+  local ok, werr = self:write("UPDATE runs SET options_json = ? WHERE id = ?", to_json(o), run_id)
+  if not ok then return nil, werr end
+  return true
+end
+
 return M

@@ -5,6 +5,8 @@ local ffi = require("ffi")
 local buf = require("kloop.core.buf")
 local sys = require("kloop.core.sys")
 local stats = require("kloop.eval.stats")
+-- (required here, before the sandbox closes the file system: the check function's guards)
+local sidecar = require("kloop.eval.sidecar")
 
 local M = {}
 
@@ -153,12 +155,17 @@ function M.setup(be, spec, ref_cubin)
   free_state(be)
   local t0 = sys.now()
   if be.set_signature then be.set_signature(spec.args) end
-  local ref_mod, msg = be.load(ref_cubin)
-  if not ref_mod then return nil, "reference: " .. msg end
-  local ref_fn
-  ref_fn, msg = be.func(ref_mod, spec.reference.entry)
-  if not ref_fn then return nil, "reference: " .. msg end
-  state = { spec = spec, cases = {}, bufs = {}, guard_seed = spec.guard_seed or 0 }
+  local check_fn, cerr = M.compile_check(spec.check)
+  if cerr then return nil, cerr end
+  local no_ref = spec.reference.none
+  local ref_mod, ref_fn, msg
+  if not no_ref then
+    ref_mod, msg = be.load(ref_cubin)
+    if not ref_mod then return nil, "reference: " .. msg end
+    ref_fn, msg = be.func(ref_mod, spec.reference.entry)
+    if not ref_fn then return nil, "reference: " .. msg end
+  end
+  state = { spec = spec, cases = {}, bufs = {}, guard_seed = spec.guard_seed or 0, check = check_fn }
   state.dseed = region_seed(0)
   state.guard_tmp = host_alloc(GUARD_MAX + 256)
   if not state.guard_tmp then free_state(be) return nil, "out of host memory for guard patterns" end
@@ -207,10 +214,11 @@ function M.setup(be, spec, ref_cubin)
         end
       end
       -- The reference writes its own (higher precision) output buffers.
-      local ok, err = load_inputs(be, spec, case, s)
+      local ok, err = true, nil
+      if not no_ref then ok, err = load_inputs(be, spec, case, s) end
       if not ok then return fail(err) end
       local ref_out = {}
-      for i, a in ipairs(spec.args) do
+      for i, a in ipairs(no_ref and {} or spec.args) do
         if a.pointer and a.role ~= "input" then
           local bytes = cs.args[i].count * buf.dtype_size(ref_dtype)
           ref_out[i] = assert(be.alloc(round4(bytes)))
@@ -233,12 +241,12 @@ function M.setup(be, spec, ref_cubin)
       end
       local params = build_params(spec, case, ref_out)
       local kernels = {}
-      for k, p in ipairs(cs.ref_plan) do
+      for k, p in ipairs(no_ref and {} or cs.ref_plan) do
         kernels[k] = { fn = ref_fn, grid = p.grid, block = p.block, smem = p.smem }
         be.prepare_launch(ref_fn, p.smem)
       end
-      ok, err = launch_plan(be, kernels, params)
-      if ok then ok, err = be.sync() end
+      if not no_ref then ok, err = launch_plan(be, kernels, params) end
+      if ok and not no_ref then ok, err = be.sync() end
       if not ok then return fail("reference failed on " .. cs.label .. ": " .. err) end
       for i, r in pairs(set.refs) do
         local h = host_alloc(r.bytes)
@@ -256,15 +264,24 @@ function M.setup(be, spec, ref_cubin)
       end
     end
   end
-  be.unload(ref_mod)
-  -- host scratch for read-backs: the largest output of any case, twice (determinism)
-  local maxb = 4
+  if ref_mod then be.unload(ref_mod) end
+  -- host scratch for read-backs: the largest output of any case, twice (determinism);
+  -- with a check, one per output (the check sees every output at once)
+  local maxb, outb = 4, {}
   for _, case in ipairs(state.cases) do
     for i, a in ipairs(spec.args) do
       if a.pointer then maxb = math.max(maxb, round4(case.bytes[i])) end
+      if a.pointer and a.role ~= "input" then outb[i] = math.max(outb[i] or 4, round4(case.bytes[i])) end
     end
   end
   state.scratch = { host_alloc(maxb), host_alloc(maxb) }
+  if check_fn then
+    state.check_out = {}
+    for i, b in pairs(outb) do
+      state.check_out[i] = host_alloc(b)
+      if not state.check_out[i] then return fail("out of host memory for the check's copies") end
+    end
+  end
   -- What is checked after each launch of a case (its guards and its live inputs), and
   -- after each candidate (every guard, every input original, the backend's own state).
   local all = {}
@@ -438,12 +455,14 @@ local function check_outputs(be, spec, case, s, scratch_idx, phase)
   local tol = spec.tolerance
   for i, a in ipairs(spec.args) do
     if a.pointer and a.role ~= "input" then
-      local host = state.scratch[scratch_idx or 1]
+      local host = state.check_out and state.check_out[i] or state.scratch[scratch_idx or 1]
       local ok, msg, fatal = be.d2h(host, case.dev[i], case.bytes[i])
       if not ok then return verdict(fatal and "crashed" or "launch_error", msg), fatal end
-      local ref = set.refs[i]
+      -- no reference (a check in its place): the outputs against themselves, for the
+      -- unwritten elements only; the check judges the values
+      local ref = set.refs[i] or { host = host, dtype = a.dtype }
       local count = case.args[i].count
-      local rms = set.ref_rms[i]
+      local rms = set.ref_rms[i] or 0
       local max_abs = tol.max_abs or (64 * tol.rel * math.max(rms, 1e-30))
       local cmp = buf.compare(host, a.dtype, ref.host, ref.dtype, count, max_abs, 64 * tol.rel, true)
       local where = string.format("%s (%s, input set %d%s)", a.name, case.label, s, phase and (", " .. phase) or "")
@@ -469,7 +488,73 @@ local function check_outputs(be, spec, case, s, scratch_idx, phase)
       case.last_err = math.max(case.last_err or 0, rel)
     end
   end
+  if state.check then return M.run_check(spec, case, s, phase) end
   return nil
+end
+
+-- The task's check function (docs/TASKS.md "Check functions"): the sidecar's text run
+-- again here, in the sidecar sandbox (the worker opens no files). Returns the function,
+-- nil when the task has none, or nil, a message.
+function M.compile_check(chk)
+  if not chk then return nil end
+  if type(chk.text) ~= "string" then return nil, "the task's check came without its sidecar's text" end
+  local t, err = sidecar.run_text(chk.text, chk.file or "the sidecar")
+  if not t then return nil, "the task's check: " .. tostring(err) end
+  if type(t.check) ~= "function" then return nil, "the task's check: the sidecar gives no check function" end
+  return t.check
+end
+
+-- A read-only, 0-based view of n elements of host memory p (x[i], #x, x.n).
+local function accessor(p, dtype, n, what)
+  local ct = SCALAR_CT[dtype]
+  if not ct then error(string.format("the check cannot read %s: no accessor for %s", what, tostring(dtype)), 0) end
+  local v = ffi.cast((ct:gsub("%[1%]", "*")), p)
+  local u = newproxy(true)
+  local mt = getmetatable(u)
+  mt.__index = function(_, i)
+    if i == "n" then return n end
+    if type(i) ~= "number" or i < 0 or i >= n or i % 1 ~= 0 then
+      error(string.format("%s[%s] is out of range (0..%d)", what, tostring(i), n - 1), 2)
+    end
+    return tonumber(v[i])
+  end
+  mt.__len = function() return n end
+  mt.__newindex = function() error(what .. " is read-only", 2) end
+  return u
+end
+
+-- Runs the check on case/set s over the host copies (inputs: the set's host truth;
+-- outputs: what the candidate wrote). nil when it holds, or a verdict: `wrong` with
+-- its words when it refuses, `launch_error` when it raises or runs out of time.
+function M.run_check(spec, case, s, phase)
+  local set = case.sets[s]
+  local function view(name, out)
+    for i, a in ipairs(spec.args) do
+      if a.name == name and a.pointer then
+        local h = out and state.check_out[i] or set.host_inputs[i]
+        if not h then error(string.format("%s is not an %s of the task", name, out and "output" or "input"), 2) end
+        return accessor(h, a.dtype, case.args[i].count, name)
+      end
+    end
+    error(string.format("the task has no buffer named %s", tostring(name)), 2)
+  end
+  local c = { sizes = case.size, input = function(name) return view(name, false) end,
+    output = function(name) return view(name, true) end }
+  local where = string.format("size %s (set %d%s)", case.label, s, phase and (", " .. phase) or "")
+  local ev = { case = case.label, set = s, phase = phase, size = case.size, check = true }
+  local ok, res, why = sidecar.guarded_pcall("the task's check function", state.check, c)
+  if not ok then
+    local e = sys.is_interrupt(res) and why or res
+    if type(e) == "table" and e.message then e = e.message end
+    return verdict("launch_error", string.format("the task's check failed on %s: %s", where, tostring(e)), ev)
+  end
+  if res == true then return nil end
+  if res == false or res == nil then
+    return verdict("wrong", string.format("the task's check refused %s: %s", where,
+      why ~= nil and tostring(why) or "(no reason given)"), ev)
+  end
+  return verdict("launch_error", string.format("the task's check returned %s on %s, not true or false, \"why\"",
+    type(res), where), ev)
 end
 
 -- One launch of the candidate on case/set, then sync. Returns nil or a verdict (+fatal).

@@ -1,0 +1,102 @@
+-- kloop.core.blas: the wrapper of kl_blas_* (cuBLAS opened at run time) and of the few
+-- CUDA calls a library timing needs: the only Lua code that calls them. Used only in
+-- the short-lived child of kloop.eval.library: opening a Gemm initializes CUDA, which
+-- kloop's main process never does.
+local cffi = require("kloop.core.ffi")
+local ffi, C = cffi.ffi, cffi.C
+
+local M = {}
+
+local err = ffi.new("kl_err")
+local function check(st)
+  if st == 0 then return true end
+  return nil, ffi.string(err.msg)
+end
+
+-- cuBLAS's path, or nil, msg (no CUDA context needed).
+function M.load()
+  local ok, msg = check(C.kl_blas_load(err))
+  if not ok then return nil, msg end
+  return ffi.string(C.kl_blas_path())
+end
+
+local Gemm = {}
+Gemm.__index = Gemm
+
+-- n floats of pseudo-random data in [-1, 1) (Park-Miller: the same data every run).
+local function random_floats(n, seed)
+  local buf = ffi.new("float[?]", n)
+  local x = seed
+  for i = 0, n - 1 do
+    x = (x * 16807) % 2147483647
+    buf[i] = x / 1073741823.5 - 1
+  end
+  return buf
+end
+
+-- Opens CUDA on device, cuBLAS on its context, and A[m,k], B[k,n], C[m,n] on the
+-- device with random data: a Gemm, or nil, msg.
+function M.gemm(m, n, k, device)
+  local ok, msg = check(C.kl_cuda_load(err))
+  if ok then ok, msg = check(C.kl_cuda_init(device or 0, err)) end
+  if not ok then return nil, msg end
+  local self = setmetatable({ m = m, n = n, k = k, ptrs = {} }, Gemm)
+  local h, ver, mode = ffi.new("void*[1]"), ffi.new("int[1]"), ffi.new("int[1]")
+  ok, msg = check(C.kl_blas_create(h, ver, mode, err))
+  if not ok then return nil, msg end
+  self.handle, self.version, self.math_mode = h[0], ver[0], mode[0]
+  self.path = ffi.string(C.kl_blas_path())
+  for i, count in ipairs({ m * k, k * n, m * n }) do
+    local p = ffi.new("uint64_t[1]")
+    ok, msg = check(C.kl_cuda_alloc(count * 4, p, err))
+    if not ok then self:close() return nil, msg end
+    self.ptrs[i] = p[0]
+    if i < 3 then
+      ok, msg = check(C.kl_cuda_h2d(p[0], random_floats(count, 17 + i), count * 4, err))
+      if not ok then self:close() return nil, msg end
+    end
+  end
+  self.ev = { ffi.new("void*[1]"), ffi.new("void*[1]") }
+  ok, msg = check(C.kl_cuda_event_create(self.ev[1], err))
+  if ok then ok, msg = check(C.kl_cuda_event_create(self.ev[2], err)) end
+  if not ok then self:close() return nil, msg end
+  return self
+end
+
+-- One sgemm (row-major, alpha 1, beta 0), not waited for: true, or nil, msg.
+function Gemm:call()
+  local p = self.ptrs
+  return check(C.kl_blas_sgemm_rm(self.handle, self.m, self.n, self.k, p[1], p[2], p[3], err))
+end
+
+-- warmup untimed calls, then reps calls each between two CUDA events: the list of
+-- times in ms, or nil, msg.
+function Gemm:time(warmup, reps)
+  for _ = 1, warmup do
+    local ok, msg = self:call()
+    if not ok then return nil, msg end
+  end
+  local ok, msg = check(C.kl_cuda_sync(err))
+  if not ok then return nil, msg end
+  local times, ms = {}, ffi.new("float[1]")
+  for _ = 1, reps do
+    ok, msg = check(C.kl_cuda_event_record(self.ev[1][0], err))
+    if ok then ok, msg = self:call() end
+    if ok then ok, msg = check(C.kl_cuda_event_record(self.ev[2][0], err)) end
+    if ok then ok, msg = check(C.kl_cuda_sync(err)) end
+    if ok then ok, msg = check(C.kl_cuda_event_elapsed_ms(self.ev[1][0], self.ev[2][0], ms, err)) end
+    if not ok then return nil, msg end
+    times[#times + 1] = tonumber(ms[0])
+  end
+  return times
+end
+
+-- Frees the buffers and the handle (the process exits next: the context goes with it).
+function Gemm:close()
+  for _, p in ipairs(self.ptrs) do C.kl_cuda_free(p, err) end
+  self.ptrs = {}
+  if self.handle ~= nil then C.kl_blas_destroy(self.handle) end
+  self.handle = nil
+end
+
+return M

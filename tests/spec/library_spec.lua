@@ -1,0 +1,138 @@
+-- tests/spec/library_spec.lua: a task's library reference (kloop.eval.library): the
+-- sidecar field's refusals, the driver hook skipping cleanly without a GPU or cuBLAS,
+-- the store method's round trip, and the report's line.
+local library = require("kloop.eval.library")
+local store = require("kloop.store.db")
+local build = require("kloop.report.build")
+local html = require("kloop.report.html")
+
+local root = debug.getinfo(1, "S").source:sub(2):match("^(.*)/tests/spec/") or "."
+local make_store = dofile(root .. "/tests/report/fixture.lua")
+
+local CUDA = { backend = "cuda", sizes = { bench = { M = 64, N = 32, K = 16 } } }
+local GOOD = { call = "sgemm", m = "M", n = "N", k = "K" }
+
+local function refusal(v, task)
+  local ok, e = pcall(library.check_field, "t.lua", v, task or CUDA)
+  assert.is_false(ok, "accepted")
+  assert.are.equal("table", type(e))
+  return e.message, e.field
+end
+
+describe("kloop.eval.library", function()
+  it("normalizes a good field, with the call's default name", function()
+    local v = library.check_field("t.lua", GOOD, CUDA)
+    assert.are.same({ name = "cuBLAS sgemm", call = "sgemm", m = "M", n = "N", k = "K" }, v)
+    local named = library.check_field("t.lua", { name = "my sgemm", call = "sgemm", m = "N", n = "M", k = "K" }, CUDA)
+    assert.are.equal("my sgemm", named.name)
+  end)
+
+  it("refuses what it cannot time, naming the field and the fix", function()
+    local msg, field = refusal("sgemm")
+    assert.are.equal("library", field)
+    assert.truthy(msg:find("expected table", 1, true))
+    msg, field = refusal({ call = "sgem", m = "M", n = "N", k = "K" })
+    assert.are.equal("library.call", field)
+    assert.truthy(msg:find("did you mean 'sgemm'", 1, true), msg)
+    msg, field = refusal({ m = "M", n = "N", k = "K" })
+    assert.are.equal("library.call", field)
+    assert.truthy(msg:find("expected string, got nothing", 1, true), msg)
+    msg, field = refusal({ call = "sgemm", m = "M", n = "N", k = "K", alpha = 2 })
+    assert.are.equal("library.alpha", field)
+    assert.truthy(msg:find("unknown field 'alpha'", 1, true), msg)
+    msg, field = refusal({ call = "sgemm", m = "M", n = "Nn", k = "K" })
+    assert.are.equal("library.n", field)
+    assert.truthy(msg:find("not a size of this task (sizes.bench has K, M, N)", 1, true), msg)
+    assert.truthy(msg:find('fix: n = "N"', 1, true), msg)
+    msg, field = refusal({ call = "sgemm", m = "M", n = "N" })
+    assert.are.equal("library.k", field)
+    assert.truthy(msg:find("nothing is not a size", 1, true), msg)
+    msg, field = refusal({ call = "sgemm", m = "M", n = "N", k = "K", name = 3 })
+    assert.are.equal("library.name", field)
+    assert.truthy(msg:find("expected string", 1, true), msg)
+    msg, field = refusal(GOOD, { backend = "host", sizes = CUDA.sizes })
+    assert.are.equal("library", field)
+    assert.truthy(msg:find("host task", 1, true), msg)
+  end)
+
+  it("is read from the gemm sidecars, and the child's command line carries the bench size", function()
+    local task = assert(require("kloop.eval.task").load(root .. "/kernels/gemm_tiled.lua"))
+    assert.are.same({ name = "cuBLAS sgemm", call = "sgemm", m = "M", n = "N", k = "K" }, task.library)
+    local argv, dims = library.argv("kloop", task.library, task)
+    assert.are.same({ "4096", "4096", "4096" }, dims)
+    assert.are.equal("-e", argv[3])
+    assert.truthy(argv[4]:find('child("sgemm", 4096, 4096, 4096, ', 1, true), argv[4])
+  end)
+
+  describe("the driver hook", function()
+    local function ctx(task, rec)
+      return { task = task, opts = { quiet = true }, run_id = 7,
+        store = { db = { set_run_library = function(_, id, r) rec[#rec + 1] = { id, r } return true end } } }
+    end
+    local task = { backend = "cuda", sizes = { bench = { M = 64, N = 32, K = 16 } },
+      library = { name = "cuBLAS sgemm", call = "sgemm", m = "M", n = "N", k = "K" } }
+
+    it("is not called for a host task or a task without a library", function()
+      local rec = {}
+      assert.is_nil((library.at_start(ctx({ backend = "host", sizes = task.sizes, library = task.library }, rec),
+        { exe = "/nonexistent/kloop" })))
+      assert.is_nil((library.at_start(ctx({ backend = "cuda", sizes = task.sizes }, rec), { exe = "/nonexistent/kloop" })))
+      assert.are.equal(0, #rec)
+    end)
+
+    it("skips cleanly when the timing child cannot run, and writes nothing", function()
+      local rec = {}
+      local r, msg = library.at_start(ctx(task, rec), { exe = "/nonexistent/kloop" })
+      assert.is_nil(r)
+      assert.is_string(msg)
+      assert.are.equal(0, #rec)
+    end)
+
+    it("measures in a child (here: no GPU or no cuBLAS, a clean miss; on a GPU, a time that is stored)", function()
+      local rec = {}
+      local r, msg = library.at_start(ctx(task, rec), { timeout_s = 60 })
+      if r then
+        assert.is_true(r.library_ms > 0)
+        assert.are.equal("64x32x16", r.library_size)
+        assert.are.equal(1, #rec)
+        assert.are.equal(7, rec[1][1])
+      else
+        assert.is_string(msg)
+        assert.are.equal(0, #rec)
+      end
+    end)
+  end)
+
+  describe("in the store and the report", function()
+    local path, ids
+    setup(function() path, ids = make_store() end)
+    teardown(function() for _, s in ipairs({ "", "-wal", "-shm" }) do os.remove(path .. s) end end)
+
+    it("merges into the run's options and draws the line with its label", function()
+      local db = assert(store.open(path, { create = false }))
+      assert.has_error(function() db:set_run_library(ids.run_a, { library = "x" }) end)
+      assert.has_error(function() db:set_run_library(ids.run_a, { library_ms = 1, bogus = 1 }) end)
+      local none, nerr = db:set_run_library(999999, { library = "cuBLAS sgemm", library_ms = 2.5 })
+      assert.is_nil(none)
+      assert.truthy(nerr:find("no run", 1, true))
+      assert.is_true(db:set_run_library(ids.run_a, { library = "cuBLAS sgemm", library_ms = 2.5,
+        library_ci = { 2.4, 2.6 }, library_math = "default (fp32, no TF32)", library_size = "4096x4096x4096" }))
+      local o = require("kloop.store.json").from_json(db:query("SELECT options_json FROM runs WHERE id = ?",
+        ids.run_a)[1].options_json)
+      db:close()
+      assert.are.equal("m-a,m-b", o.model) -- what was there stays
+      assert.are.equal(2.5, o.library_ms)
+      assert.are.same({ 2.4, 2.6 }, o.library_ci)
+      local d = assert(build.gather(path, { ids.run_a }))
+      assert.are.equal(2.5, d.runs[1].run.lines.library_ms)
+      assert.are.equal("cuBLAS sgemm", d.runs[1].run.lines.library_name)
+      local page = html.render(d)
+      assert.truthy(page:find("cuBLAS sgemm 2.500 ms", 1, true))
+      assert.is_nil(page:find("library reference: n/a", 1, true))
+      -- a run without one still says why
+      local other = html.render(assert(build.gather(path, { ids.run_b })))
+      assert.is_nil(other:find("cuBLAS", 1, true))
+      assert.truthy(other:find("library reference", 1, true))
+    end)
+  end)
+end)
