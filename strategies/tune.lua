@@ -45,7 +45,8 @@ function S.init(ctx)
     error(string.format("the space has %d points: too many to enumerate (at most %d)", ctx.space.size, ENUMERATE), 0)
   end
   if ctx.valid and (method == "exhaustive" or #ctx.valid <= ctx.opts.budget) then
-    ctx.queue = ctx.rng:shuffle(tune.all(ctx.space))
+    -- (the valid points themselves, shuffled: with a queue, propose never reads ctx.valid)
+    ctx.queue = ctx.rng:shuffle(ctx.valid)
   end
   ctx.temperature = 0.2
   ctx.encode = surrogate.encoder(ctx.space)

@@ -31,7 +31,7 @@ function M.main(argv)
   if c then promotion_line, promotion = common.promotion_state(db, c.id) end
   db:close()
   if not c then return common.say_error("best", err) end
-  local speed = run and run.baseline_ms and c.evaluation.median_ms > 0 and run.baseline_ms / c.evaluation.median_ms
+  local speed = run and common.speedup(run, c.evaluation)
   if opts.json then
     c.speedup = speed or nil
     c.promotion, c.promotion_state = promotion, promotion_line

@@ -32,20 +32,10 @@ end
 
 -- Parses argv for report and audit: opts, run ids; or nil, exit code after saying why.
 function M.parse(cmd, argv, spec, usage)
-  local opts, pos = args.parse(argv, spec)
-  if not opts then
-    util.eprintf("kloop %s: %s\n%s\n", cmd, pos, usage)
-    return nil, 2
-  end
-  if opts.h or opts.help then
-    io.stdout:write(usage, "\n")
-    return nil, 0
-  end
+  local opts, pos = args.command(cmd, argv, spec, usage .. "\n")
+  if not opts then return nil, pos end
   local ids, err = M.run_ids(pos)
-  if not ids then
-    util.eprintf("kloop %s: %s\n%s\n", cmd, err, usage)
-    return nil, 2
-  end
+  if not ids then return nil, args.usage_error(cmd, err, usage .. "\n") end
   return opts, ids
 end
 

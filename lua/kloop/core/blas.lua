@@ -4,6 +4,7 @@
 -- kloop's main process never does.
 local cffi = require("kloop.core.ffi")
 local ffi, C = cffi.ffi, cffi.C
+local buf = require("kloop.core.buf")
 
 local M = {}
 
@@ -23,22 +24,18 @@ end
 local Gemm = {}
 Gemm.__index = Gemm
 
--- n floats of pseudo-random data in [-1, 1) (Park-Miller: the same data every run).
+-- n floats of pseudo-random data in [-1, 1) (kl_buf_fill, a fixed seed: the same data
+-- every run), or nil when out of host memory.
 local function random_floats(n, seed)
-  local buf = ffi.new("float[?]", n)
-  local x = seed
-  for i = 0, n - 1 do
-    x = (x * 16807) % 2147483647
-    buf[i] = x / 1073741823.5 - 1
-  end
-  return buf
+  local p = buf.host_alloc(n * 4)
+  if p and buf.fill(p, "f32", n, { kind = "uniform", a = -1, b = 1 }, seed) then return p end
+  return nil
 end
 
 -- Opens CUDA on device, cuBLAS on its context, and A[m,k], B[k,n], C[m,n] on the
 -- device with random data: a Gemm, or nil, msg.
 function M.gemm(m, n, k, device)
-  local ok, msg = check(C.kl_cuda_load(err))
-  if ok then ok, msg = check(C.kl_cuda_init(device or 0, err)) end
+  local ok, msg = check(C.kl_cuda_init(device or 0, err)) -- kl_cuda_init loads the driver
   if not ok then return nil, msg end
   local self = setmetatable({ m = m, n = n, k = k, ptrs = {} }, Gemm)
   local h, ver, mode = ffi.new("void*[1]"), ffi.new("int[1]"), ffi.new("int[1]")
@@ -52,7 +49,9 @@ function M.gemm(m, n, k, device)
     if not ok then self:close() return nil, msg end
     self.ptrs[i] = p[0]
     if i < 3 then
-      ok, msg = check(C.kl_cuda_h2d(p[0], random_floats(count, 17 + i), count * 4, err))
+      local data = random_floats(count, 17 + i)
+      if not data then self:close() return nil, "out of host memory for the gemm's inputs" end
+      ok, msg = check(C.kl_cuda_h2d(p[0], data, count * 4, err))
       if not ok then self:close() return nil, msg end
     end
   end

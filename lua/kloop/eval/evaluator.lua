@@ -64,15 +64,15 @@ function Evaluator:spec()
   for i, a in ipairs(task.args) do
     spec.args[i] = { name = a.name, dtype = a.dtype, pointer = a.pointer, role = a.role, dists = a.dists }
   end
+  local rtask = { launch = task.reference.launch or task.launch, entry = spec.reference.entry, file = task.file }
+  -- the reference runs at the point it was compiled at (kloop.task.fill_defaults)
+  local point = taskmod.fill_defaults(task, task.reference.baseline and task.source or task.reference.source, nil)
   for ci, case in ipairs(taskmod.cases(task)) do
     local seeds = {}
     for s = 1, self.nsets do
       seeds[s] = {}
       for i = 1, #task.args do seeds[s][i] = self:seed(case.label, s, i) end
     end
-    local rtask = { launch = task.reference.launch or task.launch, entry = spec.reference.entry, file = task.file }
-    -- the reference runs at the point it was compiled at (kloop.task.fill_defaults)
-    local point = taskmod.fill_defaults(task, task.reference.baseline and task.source or task.reference.source, nil)
     spec.cases[ci] = { label = case.label, bench = case.bench or false, size = case.size,
       args = taskmod.concrete_args(task, case.size, point), seeds = seeds,
       ref_plan = plan.for_task(rtask, case.size, nil, point) }

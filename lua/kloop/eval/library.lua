@@ -24,18 +24,14 @@ function M.check_field(file, v, task)
   if task.backend == "host" then
     fail(file, "library", "a library reference is timed on the GPU; this is a host task", "remove the library field")
   end
-  local calls = {}
-  for c in pairs(M.CALLS) do calls[#calls + 1] = c end
-  table.sort(calls)
-  local spec = M.CALLS[fields.one_of(file, "library.call", v.call, calls, 'call = "sgemm"')]
+  local sorted_keys = require("kloop.util").sorted_keys
+  local spec = M.CALLS[fields.one_of(file, "library.call", v.call, sorted_keys(M.CALLS), 'call = "sgemm"')]
   local allowed = { "name", "call" }
   for _, s in ipairs(spec.sizes) do allowed[#allowed + 1] = s end
   fields.known_fields(file, "library", v, allowed)
   if v.name ~= nil then fields.want(file, "library.name", v.name, "string", 'name = "cuBLAS sgemm"') end
   local bench = task.sizes and task.sizes.bench or {}
-  local names = {}
-  for k in pairs(bench) do names[#names + 1] = k end
-  table.sort(names)
+  local names = sorted_keys(bench)
   local out = { name = v.name or spec.name, call = v.call }
   for _, s in ipairs(spec.sizes) do
     local var = v[s]

@@ -82,7 +82,7 @@ end
 local function failing_size(r, list)
   local e = type(r.evidence) == "table" and r.evidence or {}
   if type(e.size) == "table" then return e.size end
-  local label = e.case or tostring(r.reason):match("^(check%d+)") or tostring(r.reason):match("(check%d+)")
+  local label = e.case or tostring(r.reason):match("(check%d+)")
   if label == "bench" or (r.reason or ""):match("^bench") then return list[#list] end
   local i = label and tonumber(label:match("%d+"))
   return i and list[i] or nil
@@ -106,14 +106,19 @@ function Steps.fresh_worker(p)
     .. " with new inputs and guard patterns", e.sizes, e.input_sets) }
 end
 
+-- An evaluator of task with the options eo, the promotion's evaluator_opts filling in
+-- what eo leaves unset.
+local function new_evaluator(p, task, eo)
+  for k, v in pairs(p.evaluator_opts) do if eo[k] == nil then eo[k] = v end end
+  return require("kloop.eval.evaluator").new(task, eo)
+end
+
 -- Verifies on `list` (sizes) in one worker; where the task's own setup fails there (the
 -- reference, memory), each size alone, leaving out the ones it cannot set up.
 local function verify_sizes(p, task, list, secret, nsets)
-  local evaluator = require("kloop.eval.evaluator")
   local function one(sizes_list, label)
-    local eo = { secret = secret .. "/" .. label, nsets = nsets, measure_peaks = false }
-    for k, v in pairs(p.evaluator_opts) do if eo[k] == nil then eo[k] = v end end
-    local e = evaluator.new(sanitize.task_with_sizes(task, sizes_list), eo)
+    local e = new_evaluator(p, sanitize.task_with_sizes(task, sizes_list),
+      { secret = secret .. "/" .. label, nsets = nsets, measure_peaks = false })
     local r = sanitize.verify_only(e, p.cand)
     e:close()
     return r
@@ -304,9 +309,7 @@ function M.run(db, candidate_id, opts)
   local p = { task = task, cand = { source = c.source, defines = c.params, id = c.id }, incumbent = inc,
     secret = secret, secret_hash = sys.content_hash(secret), evaluator_opts = opts.evaluator_opts or {},
     allow_equal = opts.allow_equal, timing = opts.timing, sublog = log }
-  local eo = { secret = secret }
-  for k, v in pairs(p.evaluator_opts) do if eo[k] == nil then eo[k] = v end end
-  p.ev = require("kloop.eval.evaluator").new(task, eo)
+  p.ev = new_evaluator(p, task, { secret = secret })
   local pid
   pid, err = db:begin_promotion({ candidate_id = c.id, incumbent_id = inc.id, secret_hash = p.secret_hash,
     kloop_version = require("kloop.core.ffi").version() })

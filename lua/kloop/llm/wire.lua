@@ -178,9 +178,10 @@ function M.anthropic_message(msgs, m)
   msgs[#msgs + 1] = { role = role, content = blocks or m.content }
 end
 
--- Text that is valid UTF-8: each byte of a malformed sequence becomes U+FFFD (a reply
--- reaches sources, the store and JSON output); returns the text and the count replaced.
-function M.fix_utf8(s)
+-- Text that is valid UTF-8: each byte of a malformed sequence becomes U+FFFD, or
+-- `replacement` when given (a reply reaches sources, the store and JSON output; kloop.mcp.json
+-- puts "?"); returns the text and the count replaced.
+function M.fix_utf8(s, replacement)
   if type(s) ~= "string" or not s:find("[\128-\255]") then return s, 0 end
   local out, bad, i, n = {}, 0, 1, #s
   local start = 1
@@ -206,7 +207,7 @@ function M.fix_utf8(s)
       i = i + len
     else
       out[#out + 1] = s:sub(start, i - 1)
-      out[#out + 1] = "\239\191\189"
+      out[#out + 1] = replacement or "\239\191\189"
       bad = bad + 1
       i = i + 1
       start = i

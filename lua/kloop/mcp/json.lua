@@ -2,6 +2,7 @@
 -- (NaN and infinities become null, invalid UTF-8 is replaced, empty arrays can be marked)
 -- and decoding that returns nil, message instead of raising.
 local cjson = require("cjson")
+local fix_utf8 = require("kloop.llm.wire").fix_utf8
 
 local M = {}
 
@@ -20,36 +21,9 @@ function M.decode(s)
 end
 
 -- Replaces each byte that does not start or continue a valid UTF-8 sequence with "?",
--- so a compile log or a candidate's output never breaks a client's UTF-8 decoder.
-local function valid_utf8(s)
-  if not s:find("[\128-\255]") then return s end
-  local out, i, n = {}, 1, #s
-  while i <= n do
-    local c = s:byte(i)
-    local len = c < 0x80 and 1 or (c >= 0xC2 and c <= 0xDF) and 2 or (c >= 0xE0 and c <= 0xEF) and 3
-      or (c >= 0xF0 and c <= 0xF4) and 4 or 0
-    local ok = len > 0 and i + len - 1 <= n
-    for j = i + 1, ok and i + len - 1 or 0 do
-      local d = s:byte(j)
-      if d < 0x80 or d > 0xBF then ok = false break end
-    end
-    if ok and len == 3 then
-      local d = s:byte(i + 1)
-      if (c == 0xE0 and d < 0xA0) or (c == 0xED and d > 0x9F) then ok = false end
-    elseif ok and len == 4 then
-      local d = s:byte(i + 1)
-      if (c == 0xF0 and d < 0x90) or (c == 0xF4 and d > 0x8F) then ok = false end
-    end
-    if ok then
-      out[#out + 1] = s:sub(i, i + len - 1)
-      i = i + len
-    else
-      out[#out + 1] = "?"
-      i = i + 1
-    end
-  end
-  return table.concat(out)
-end
+-- so a compile log or a candidate's output never breaks a client's UTF-8 decoder (the
+-- validation is kloop.llm.wire's fix_utf8).
+local function valid_utf8(s) return (fix_utf8(s, "?")) end
 M.valid_utf8 = valid_utf8
 
 local function is_array(t)

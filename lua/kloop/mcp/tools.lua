@@ -32,6 +32,9 @@ M.bounded = bounded
 
 local function num(x) return type(x) == "number" and x == x and x ~= math.huge and x ~= -math.huge and x or nil end
 
+-- A {lo, hi} interval (a CI) as a JSON array when both ends are finite numbers, or nil.
+local function interval(t) return type(t) == "table" and num(t[1]) and num(t[2]) and array({ t[1], t[2] }) or nil end
+
 -- The part of an evaluation result an agent sees: verdict, reason, evidence, the time
 -- with its CI, rates and roofline, resources, the compile log (bounded).
 local function summarize(r, candidate_id)
@@ -41,7 +44,7 @@ local function summarize(r, candidate_id)
     compile_seconds = num(r.compile_seconds), eval_seconds = num(r.eval_seconds),
     wall_seconds = num(r.wall_seconds), gpu = type(r.gpu) == "string" and r.gpu or nil,
     arch = type(r.arch) == "string" and r.arch or nil, sandbox = type(r.sandbox) == "string" and r.sandbox or nil }
-  if type(r.ci_ms) == "table" and num(r.ci_ms[1]) and num(r.ci_ms[2]) then out.ci_ms = array({ r.ci_ms[1], r.ci_ms[2] }) end
+  out.ci_ms = interval(r.ci_ms)
   if type(r.evidence) == "table" then
     local ev = {}
     for k, v in pairs(r.evidence) do
@@ -341,8 +344,8 @@ function H.compare(self, args)
     end
   end
   local out = { a = summarize(ra, ida), b = summarize(rb, idb), ratio = num(r.ratio) }
-  if type(r.ratio_ci) == "table" and num(r.ratio_ci[1]) and num(r.ratio_ci[2]) then
-    out.ratio_ci = array({ r.ratio_ci[1], r.ratio_ci[2] })
+  out.ratio_ci = interval(r.ratio_ci)
+  if out.ratio_ci then
     -- ratio = time_a / time_b: b is faster when the whole CI is above 1
     out.faster = r.ratio_ci[1] > 1 and "b" or r.ratio_ci[2] < 1 and "a" or "neither"
   end
@@ -354,7 +357,7 @@ local function row_of(c)
   local note = type(c.note) == "string" and json.decode(c.note) or nil
   return { id = c.id, name = c.name, proposer = c.proposer, verdict = e.verdict or "pending",
     reason = e.reason and bounded(e.reason, 240) or nil, time_ms = num(e.time_ms),
-    ci_ms = type(e.ci_ms) == "table" and num(e.ci_ms[1]) and num(e.ci_ms[2]) and array({ e.ci_ms[1], e.ci_ms[2] }) or nil,
+    ci_ms = interval(e.ci_ms),
     tool = type(note) == "table" and type(note.tool) == "string" and note.tool or nil,
     evaluations = #(c.evaluations or {}), created_at = c.created_at }
 end
@@ -384,19 +387,19 @@ function H.best(self, args)
   local out = row_of(c)
   local e = c.evaluation or {}
   out.verdict, out.time_ms = e.verdict, num(e.time_ms)
-  out.ci_ms = type(e.ci_ms) == "table" and num(e.ci_ms[1]) and num(e.ci_ms[2]) and array({ e.ci_ms[1], e.ci_ms[2] }) or nil
+  out.ci_ms = interval(e.ci_ms)
   out.candidate_id, out.id = c.id, nil
   out.found, out.run_id = true, self.run
   out.params = type(c.params) == "table" and next(c.params) and c.params or nil
   if args.include_source then out.source = bounded(c.source, M.LIMITS.source_bytes) end
-  -- the speedup over the task's own kernel, when this run measured it
+  -- the speedup over the task's own kernel, when this run measured it (the store's run
+  -- summary: its baseline over this same best)
   if self.host then
     out.speedup = num(c.speedup)
     return ok(out)
   end
-  local base = assert(self.db:query([[SELECT min(e.median_ms) AS ms FROM evaluations e JOIN candidates c
-    ON c.id = e.candidate_id WHERE c.run_id = ? AND c.proposer = 'baseline' AND e.verdict = 'ok']], self.run))[1]
-  if base and num(base.ms) and out.time_ms and out.time_ms > 0 then out.speedup = base.ms / out.time_ms end
+  local run = self.db:run(self.run)
+  out.speedup = run and num(run.speedup)
   return ok(out)
 end
 
@@ -418,8 +421,7 @@ function H.promote(self, args)
   end
   return ok({ candidate_id = c.id, promoted = r.state == "promoted", state = r.state,
     reason = bounded(tostring(r.reason or ""), M.LIMITS.text_bytes), ratio = num(r.ratio),
-    ratio_ci = type(r.ratio_ci) == "table" and num(r.ratio_ci[1]) and num(r.ratio_ci[2])
-      and array({ r.ratio_ci[1], r.ratio_ci[2] }) or nil,
+    ratio_ci = interval(r.ratio_ci),
     promotion_id = r.promotion_id, steps = steps })
 end
 

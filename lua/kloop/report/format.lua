@@ -1,5 +1,7 @@
 -- kloop.report.format: the number and text formats the HTML report and the terminal audit share.
 -- A missing fact is never 0: na(why) says "n/a (why)".
+local util = require("kloop.util")
+
 local M = {}
 
 -- Text for HTML and SVG: every markup character escaped (reasons and model text are
@@ -12,14 +14,10 @@ end
 
 function M.na(why) return why and ("n/a (" .. why .. ")") or "n/a" end
 
-function M.ms(v, why)
-  if type(v) ~= "number" then return M.na(why) end
-  if v >= 100 then return string.format("%.1f ms", v) end
-  if v >= 1 then return string.format("%.3f ms", v) end
-  return string.format("%.2f us", v * 1e3)
-end
+-- (the CLI's formats, kloop.util's fmt_*, with n/a (why) for a missing value)
+function M.ms(v, why) return type(v) == "number" and util.fmt_ms(v) or M.na(why) end
 
-function M.x(v, why) return type(v) == "number" and string.format("%.2fx", v) or M.na(why) end
+function M.x(v, why) return type(v) == "number" and util.fmt_x(v) or M.na(why) end
 
 function M.usd(v, why)
   if type(v) ~= "number" then return M.na(why) end
@@ -40,10 +38,7 @@ function M.seconds(v, why)
   return string.format("%.1f min", v / 60)
 end
 
-function M.when(ts)
-  if not ts then return "n/a" end
-  return (ts:gsub("T", " "):gsub("%.%d+Z$", ""):gsub("Z$", ""))
-end
+function M.when(ts) return ts and util.fmt_when(ts) or "n/a" end
 
 -- "optimize@2fe52f2d71de84f6", "(no candidate)" for calls that produced none.
 function M.prompt(g)

@@ -10,10 +10,7 @@ M.methods = DB
 
 local from_json, array = json.from_json, json.array
 
-local function enc(v)
-  if v == nil then return nil end
-  return json.to_json(v)
-end
+local enc = json.to_json -- (nil for nil)
 
 -- Starts a promotion attempt: p = {candidate_id, incumbent_id, secret_hash, gpu,
 -- kloop_version}. Returns its id, or nil, msg.

@@ -57,8 +57,9 @@ function M.init(req)
   return M.info
 end
 
-function M.load(path)
-  local image = util.read_file(path)
+-- image: the file's content when the caller has it already (a reload: mod.image)
+function M.load(path, image)
+  image = image or util.read_file(path)
   if not image then return nil, "cannot read " .. path end
   local mod = ffi.new("void*[1]")
   local ok, msg, fatal = check(C.kl_cuda_module_load(image, mod, err))

@@ -36,7 +36,7 @@ function M.init(req)
   -- A buffer larger than the last-level cache, written between repetitions when the
   -- task asks for cold caches.
   M.flush_bytes = 64 * 2^20
-  M.flush_ptr = C.kl_host_alloc(M.flush_bytes)
+  M.flush_ptr = buf.host_alloc_raw(M.flush_bytes)
   -- What a loaded candidate may still read once Landlock confines the worker: the
   -- loader's folders and cache, and the CPU list libgomp and sysconf read. The folder of
   -- the first object loaded (kloop's compile cache) is added then, by kl_host_load:
@@ -66,6 +66,9 @@ function M.set_signature(args)
   for i, a in ipairs(args) do parts[i] = a.pointer and "void*" or SCALAR[a.dtype] end
   M.ctype = ffi.typeof("void (*)(" .. table.concat(parts, ", ") .. ")")
   M.args = args
+  -- how each slot of a parameter array is read, parsed once here rather than per launch
+  M.slot_ct = {}
+  for i, a in ipairs(args) do M.slot_ct[i] = ffi.typeof(a.pointer and "uint64_t*" or (SCALAR[a.dtype] .. "*")) end
 end
 
 function M.load(path)
@@ -91,13 +94,13 @@ function M.prepare_launch() return true end
 
 local live = {}
 function M.alloc(bytes)
-  local p = C.kl_host_alloc(bytes)
+  local p = buf.host_alloc_raw(bytes)
   if p == nil then return nil, "out of host memory (" .. bytes .. " bytes)" end
   local addr = tonumber(ffi.cast("uintptr_t", p))
   live[addr] = p
   return addr
 end
-function M.free(addr) C.kl_host_free(live[addr]) live[addr] = nil end
+function M.free(addr) buf.host_free(live[addr]) live[addr] = nil end
 
 local function ptr(addr) return ffi.cast("uint8_t*", addr) end
 function M.h2d(dst, src, bytes) ffi.copy(ptr(dst), src, bytes) return true end
@@ -105,17 +108,17 @@ function M.d2h(dst, src, bytes) ffi.copy(dst, ptr(src), bytes) return true end
 function M.d2d(dst, src, bytes) ffi.copy(ptr(dst), ptr(src), bytes) return true end
 function M.fill32(dst, word, count) buf.poison(ptr(dst), count * 4, word) return true end
 
--- Unpacks the kernel parameter array (pointers to slots) into call arguments.
+-- Unpacks the kernel parameter array (pointers to slots) into call arguments. A launch
+-- sits inside the timed region: the ctypes come from set_signature and the argument
+-- table is reused.
+local argv = {}
+local void_ptr = ffi.typeof("void*")
 local function unpack_params(params)
-  local out = {}
   for i, a in ipairs(M.args) do
-    if a.pointer then
-      out[i] = ffi.cast("void*", ffi.cast("uint64_t*", params[i - 1])[0])
-    else
-      out[i] = ffi.cast(SCALAR[a.dtype] .. "*", params[i - 1])[0]
-    end
+    local v = ffi.cast(M.slot_ct[i], params[i - 1])[0]
+    argv[i] = a.pointer and ffi.cast(void_ptr, v) or v
   end
-  return out
+  return argv
 end
 
 function M.launch(fn, _grid, _block, _smem, params)

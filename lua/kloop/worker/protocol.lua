@@ -167,8 +167,10 @@ function M.setup(be, spec, ref_cubin)
   end
   state = { spec = spec, cases = {}, bufs = {}, guard_seed = spec.guard_seed or 0, check = check_fn }
   state.dseed = region_seed(0)
-  state.guard_tmp = host_alloc(GUARD_MAX + 256)
-  if not state.guard_tmp then free_state(be) return nil, "out of host memory for guard patterns" end
+  if spec.guards ~= false then -- (without guard zones there is no pattern to write)
+    state.guard_tmp = host_alloc(GUARD_MAX + 256)
+    if not state.guard_tmp then free_state(be) return nil, "out of host memory for guard patterns" end
+  end
   local function fail(m) free_state(be) return nil, m end
   local ref_dtype = spec.reference.precision
   for ci, cs in ipairs(spec.cases) do
@@ -290,12 +292,9 @@ function M.setup(be, spec, ref_cubin)
     for i, a in ipairs(spec.args) do
       local b = case.bufs[i]
       if b then
-        items[#items + 1] = b.guards[1]
-        items[#items + 1] = b.guards[2]
-        guards[#guards + 1] = b.guards[1]
-        guards[#guards + 1] = b.guards[2]
-        all[#all + 1] = b.guards[1]
-        all[#all + 1] = b.guards[2]
+        for _, g in ipairs(b.guards) do -- (none with guards = false)
+          items[#items + 1], guards[#guards + 1], all[#all + 1] = g, g, g
+        end
         if a.role == "input" then
           items[#items + 1] = { ptr = b.ptr, nwords = b.used / 4, mode = REGION.digest, seed = state.dseed,
             input = i, buf = b }
@@ -306,8 +305,7 @@ function M.setup(be, spec, ref_cubin)
     case.launch_regions = region_list(items)
     for _, set in ipairs(case.sets) do
       for i, b in pairs(set.bufs) do
-        all[#all + 1] = b.guards[1]
-        all[#all + 1] = b.guards[2]
+        for _, g in ipairs(b.guards) do all[#all + 1] = g end
         all[#all + 1] = { ptr = b.ptr, nwords = b.used / 4, mode = REGION.digest, seed = state.dseed,
           expect = set.digests[i], buf = b, original = true }
       end
@@ -450,12 +448,12 @@ end
 
 -- Compares the live outputs of a case with the reference of set s.
 -- Returns nil when right, or a verdict table.
-local function check_outputs(be, spec, case, s, scratch_idx, phase)
+local function check_outputs(be, spec, case, s, phase)
   local set = case.sets[s]
   local tol = spec.tolerance
   for i, a in ipairs(spec.args) do
     if a.pointer and a.role ~= "input" then
-      local host = state.check_out and state.check_out[i] or state.scratch[scratch_idx or 1]
+      local host = state.check_out and state.check_out[i] or state.scratch[1]
       local ok, msg, fatal = be.d2h(host, case.dev[i], case.bytes[i])
       if not ok then return verdict(fatal and "crashed" or "launch_error", msg), fatal end
       -- no reference (a check in its place): the outputs against themselves, for the
@@ -465,22 +463,23 @@ local function check_outputs(be, spec, case, s, scratch_idx, phase)
       local rms = set.ref_rms[i] or 0
       local max_abs = tol.max_abs or (64 * tol.rel * math.max(rms, 1e-30))
       local cmp = buf.compare(host, a.dtype, ref.host, ref.dtype, count, max_abs, 64 * tol.rel, true)
-      local where = string.format("%s (%s, input set %d%s)", a.name, case.label, s, phase and (", " .. phase) or "")
-      local ev = { case = case.label, set = s, arg = a.name, phase = phase, size = case.size }
-      if cmp.n_unwritten > 0 then
-        ev.index, ev.count = tonumber(cmp.first_unwritten), tonumber(cmp.n_unwritten)
-        return verdict("unwritten", string.format("%d of %d elements of %s were never written (first at %d)",
-          ev.count, count, where, ev.index), ev)
-      end
-      if cmp.n_nonfinite > 0 then
-        ev.index, ev.count = tonumber(cmp.first_nonfinite), tonumber(cmp.n_nonfinite)
-        return verdict("nan", string.format("%d NaN/Inf elements in %s where the reference is finite (first at %d)",
-          ev.count, where, ev.index), ev)
-      end
       local rel = cmp.ref_norm > 0 and cmp.err_norm / cmp.ref_norm or cmp.err_norm
-      ev.rel_err, ev.max_abs_err = rel, cmp.max_abs_err
-      ev.index, ev.out, ev.ref = tonumber(cmp.worst_index), cmp.worst_out, cmp.worst_ref
-      if rel > tol.rel or cmp.n_bad > 0 then
+      -- the words of a verdict are built only when there is one
+      if cmp.n_unwritten > 0 or cmp.n_nonfinite > 0 or rel > tol.rel or cmp.n_bad > 0 then
+        local where = string.format("%s (%s, input set %d%s)", a.name, case.label, s, phase and (", " .. phase) or "")
+        local ev = { case = case.label, set = s, arg = a.name, phase = phase, size = case.size }
+        if cmp.n_unwritten > 0 then
+          ev.index, ev.count = tonumber(cmp.first_unwritten), tonumber(cmp.n_unwritten)
+          return verdict("unwritten", string.format("%d of %d elements of %s were never written (first at %d)",
+            ev.count, count, where, ev.index), ev)
+        end
+        if cmp.n_nonfinite > 0 then
+          ev.index, ev.count = tonumber(cmp.first_nonfinite), tonumber(cmp.n_nonfinite)
+          return verdict("nan", string.format("%d NaN/Inf elements in %s where the reference is finite (first at %d)",
+            ev.count, where, ev.index), ev)
+        end
+        ev.rel_err, ev.max_abs_err = rel, cmp.max_abs_err
+        ev.index, ev.out, ev.ref = tonumber(cmp.worst_index), cmp.worst_out, cmp.worst_ref
         ev.bad = tonumber(cmp.n_bad)
         return verdict("wrong", string.format("%s: relative error %.3g (limit %.3g), %d elements off; worst at %d: %.9g vs %.9g",
           where, rel, tol.rel, ev.bad, ev.index, ev.out, ev.ref), ev)
@@ -619,7 +618,8 @@ end
 -- (verification's, or the last repetition's) can be replayed into a timed one.
 local function reload_for_timing(be, cand, case)
   be.unload(cand.mod)
-  local mod, msg, fatal = be.load(cand.req.cubin)
+  -- (the image the first load read, where the backend keeps one: no file read per repetition)
+  local mod, msg, fatal = be.load(cand.req.cubin, cand.mod.image)
   if not mod then return nil, verdict(fatal and "crashed" or "launch_error", "module reload: " .. tostring(msg)), fatal end
   cand.mod = mod
   local kernels = {}
@@ -653,7 +653,7 @@ local function verify(be, spec, cand, scope)
     for s = 1, scope.nsets or spec.nsets do
       local v, fatal = run_once(be, spec, case, s, kernels, params)
       if not v then v, fatal = check_launch(be, spec, case, s) end
-      if not v then v, fatal = check_outputs(be, spec, case, s, 1) end
+      if not v then v, fatal = check_outputs(be, spec, case, s) end
       if v then return fail_with(cand, v, fatal) end
     end
     local last = scope.nsets or spec.nsets
@@ -671,7 +671,7 @@ local function verify(be, spec, cand, scope)
               "two runs on the same inputs differ (%s, %s, first at element %d)", a.name, case.label, idx),
               { case = case.label, arg = a.name, index = idx }))
           end
-          v, fatal = check_outputs(be, spec, case, last, 1, "repeat")
+          v, fatal = check_outputs(be, spec, case, last, "repeat")
           if v then
             v.verdict = "nondeterministic"
             return fail_with(cand, v, fatal)
@@ -791,9 +791,12 @@ local function time_interleaved(be, spec, cands, timing)
   while true do
     r = r + 1
     local s = (r - 1) % spec.nsets + 1
-    local done = r >= max_reps or (r >= min_reps and sys.now() - tstart > budget)
-    if r >= min_reps and not done then done = r > 1 and precise_enough(samples, target) end
-    if paired and r % 2 == 1 then done = false end -- a pair ends with a whole ABBA block
+    local done = false -- a pair ends with a whole ABBA block: never after an odd repetition
+    if not (paired and r % 2 == 1) then
+      done = r >= max_reps or (r >= min_reps and sys.now() - tstart > budget)
+      if r >= min_reps and not done then done = r > 1 and precise_enough(samples, target) end
+    end
+    local phase = "timed launch " .. r
     for _, c in ipairs(pair_order(#cands, r, timing.order)) do
       local cand = cands[c]
       local kernels = cand.plans[case.label]
@@ -806,8 +809,8 @@ local function time_interleaved(be, spec, cands, timing)
       if not ms then return nil, c, v, fatal end
       samples[c][r] = ms
       local checked = r <= 2 or done
-      local v2, f2 = check_launch(be, spec, case, checked and s or nil, "timed launch " .. r)
-      if not v2 and checked then v2, f2 = check_outputs(be, spec, case, s, 1, "timed launch " .. r) end
+      local v2, f2 = check_launch(be, spec, case, checked and s or nil, phase)
+      if not v2 and checked then v2, f2 = check_outputs(be, spec, case, s, phase) end
       if v2 then return nil, c, v2, f2 end
     end
     if done then break end
@@ -947,7 +950,7 @@ local function profile(be, req)
       out.replay, out.passes_run, out.user_replay_error = res.replay, res.passes_run, res.user_replay_error
       -- each pass was prepared afresh (or, in kernel replay, memory restored by CUPTI):
       -- the outputs of the last one must be right
-      local v2, f2 = check_outputs(be, spec, case, 1, 1, "after profiling")
+      local v2, f2 = check_outputs(be, spec, case, 1, "after profiling")
       if v2 then out.profile_warning = v2.reason pfatal = f2 end
     else
       out.metrics_error = perr
