@@ -1,5 +1,8 @@
 /* kl_buf.c: host buffers: deterministic fill, poison, hash, compare and dtype conversion. */
 #include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include "kl_internal.h"
 
@@ -396,6 +399,78 @@ static inline uint64_t raw_bits(const unsigned char *p, size_t s) {
 }
 /* clang-format on */
 
+/* One comparison over [lo, hi): sums and firsts of that range (kl_buf_compare). */
+typedef struct cmp_part {
+  const void *out, *ref;
+  kl_dtype out_t, ref_t;
+  size_t os, period, lo, hi;
+  double atol, rtol;
+  int check_poison;
+  const uint64_t *pat;
+  double err2, ref2, refmax, maxerr;
+  kl_cmp r; /* counts, firsts and the worst element of the range */
+} cmp_part;
+
+static void compare_range(cmp_part *p) {
+  const unsigned char *ob = p->out;
+  double ov[CHUNK], rv[CHUNK];
+  kl_cmp *res = &p->r;
+  res->first_unwritten = res->first_nonfinite = res->first_bad = res->worst_index = -1;
+  for (size_t off = p->lo; off < p->hi; off += CHUNK) {
+    size_t k = p->hi - off < CHUNK ? p->hi - off : CHUNK;
+    load_chunk(p->out, p->out_t, off, ov, k);
+    load_chunk(p->ref, p->ref_t, off, rv, k);
+    for (size_t i = 0; i < k; i++) {
+      size_t idx = off + i;
+      double o = ov[i], r = rv[i];
+      int ref_fin = isfinite(r);
+      if (ref_fin) {
+        double ar = fabs(r);
+        p->ref2 += r * r;
+        if (ar > p->refmax) p->refmax = ar;
+      }
+      if (p->check_poison && raw_bits(ob + idx * p->os, p->os) == p->pat[idx % p->period]) {
+        if (res->n_unwritten++ == 0) res->first_unwritten = (int64_t)idx;
+        continue;
+      }
+      if (!ref_fin || !isfinite(o)) {
+        int same = !ref_fin && ((isnan(r) && isnan(o)) || (isinf(r) && o == r));
+        if (!same && res->n_nonfinite++ == 0) res->first_nonfinite = (int64_t)idx;
+        continue;
+      }
+      double e = fabs(o - r);
+      p->err2 += e * e;
+      if (e > p->atol + p->rtol * fabs(r) && res->n_bad++ == 0) res->first_bad = (int64_t)idx;
+      if (res->worst_index < 0 || e > p->maxerr) {
+        p->maxerr = e;
+        res->worst_index = (int64_t)idx;
+        res->worst_out = o;
+        res->worst_ref = r;
+      }
+    }
+  }
+}
+
+/* Large comparisons run in parts of a fixed size, merged in order, so the result does
+   not depend on how many threads there were (or whether any could be started). */
+#define CMP_PART ((size_t)1 << 20)
+#define CMP_MAX_THREADS 16
+
+typedef struct cmp_pool {
+  cmp_part *parts;
+  size_t nparts;
+  size_t next; /* taken with __atomic_fetch_add */
+} cmp_pool;
+
+static void *compare_worker(void *arg) {
+  cmp_pool *pool = arg;
+  for (;;) {
+    size_t i = __atomic_fetch_add(&pool->next, 1, __ATOMIC_RELAXED);
+    if (i >= pool->nparts) return NULL;
+    compare_range(&pool->parts[i]);
+  }
+}
+
 int kl_buf_compare(const void *out, kl_dtype out_t, const void *ref, kl_dtype ref_t, size_t n, double atol,
                    double rtol, uint32_t poison, int check_poison, kl_cmp *res) {
   size_t os = kl_dtype_size(out_t);
@@ -415,43 +490,54 @@ int kl_buf_compare(const void *out, kl_dtype out_t, const void *ref, kl_dtype re
     kl_buf_poison(buf, 8, poison);
     for (size_t j = 0; j < period; j++) pat[j] = raw_bits(buf + j * os, os);
   }
-
-  const unsigned char *ob = out;
-  double ov[CHUNK], rv[CHUNK];
+  cmp_part one = {out, ref, out_t, ref_t, os, period, 0, n, atol, rtol, check_poison, pat, 0, 0, 0, 0, {0}};
+  size_t nparts = n >= 2 * CMP_PART ? (n + CMP_PART - 1) / CMP_PART : 1;
+  cmp_part *parts = nparts > 1 ? calloc(nparts, sizeof *parts) : NULL;
+  if (!parts) {
+    nparts = 1;
+    parts = &one;
+    compare_range(&one);
+  } else {
+    for (size_t i = 0; i < nparts; i++) {
+      parts[i] = one;
+      parts[i].lo = i * CMP_PART;
+      parts[i].hi = i + 1 == nparts ? n : (i + 1) * CMP_PART;
+    }
+    cmp_pool pool = {parts, nparts, 0};
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t want = cpus > 1 ? (size_t)cpus : 1;
+    if (want > CMP_MAX_THREADS) want = CMP_MAX_THREADS;
+    if (want > nparts) want = nparts;
+    pthread_t th[CMP_MAX_THREADS];
+    size_t started = 0;
+    for (size_t t = 1; t < want; t++) { /* this thread works too; a thread not started is no loss */
+      if (pthread_create(&th[started], NULL, compare_worker, &pool) != 0) break;
+      started++;
+    }
+    compare_worker(&pool);
+    for (size_t t = 0; t < started; t++) pthread_join(th[t], NULL);
+  }
   double err2 = 0, ref2 = 0, refmax = 0, maxerr = 0;
-  for (size_t off = 0; off < n; off += CHUNK) {
-    size_t k = n - off < CHUNK ? n - off : CHUNK;
-    load_chunk(out, out_t, off, ov, k);
-    load_chunk(ref, ref_t, off, rv, k);
-    for (size_t i = 0; i < k; i++) {
-      size_t idx = off + i;
-      double o = ov[i], r = rv[i];
-      int ref_fin = isfinite(r);
-      if (ref_fin) {
-        double ar = fabs(r);
-        ref2 += r * r;
-        if (ar > refmax) refmax = ar;
-      }
-      if (check_poison && raw_bits(ob + idx * os, os) == pat[idx % period]) {
-        if (res->n_unwritten++ == 0) res->first_unwritten = (int64_t)idx;
-        continue;
-      }
-      if (!ref_fin || !isfinite(o)) {
-        int same = !ref_fin && ((isnan(r) && isnan(o)) || (isinf(r) && o == r));
-        if (!same && res->n_nonfinite++ == 0) res->first_nonfinite = (int64_t)idx;
-        continue;
-      }
-      double e = fabs(o - r);
-      err2 += e * e;
-      if (e > atol + rtol * fabs(r) && res->n_bad++ == 0) res->first_bad = (int64_t)idx;
-      if (res->worst_index < 0 || e > maxerr) {
-        maxerr = e;
-        res->worst_index = (int64_t)idx;
-        res->worst_out = o;
-        res->worst_ref = r;
-      }
+  for (size_t i = 0; i < nparts; i++) {
+    const cmp_part *p = &parts[i];
+    const kl_cmp *q = &p->r;
+    err2 += p->err2;
+    ref2 += p->ref2;
+    if (p->refmax > refmax) refmax = p->refmax;
+    if (q->n_unwritten && res->n_unwritten == 0) res->first_unwritten = q->first_unwritten;
+    if (q->n_nonfinite && res->n_nonfinite == 0) res->first_nonfinite = q->first_nonfinite;
+    if (q->n_bad && res->n_bad == 0) res->first_bad = q->first_bad;
+    res->n_unwritten += q->n_unwritten;
+    res->n_nonfinite += q->n_nonfinite;
+    res->n_bad += q->n_bad;
+    if (q->worst_index >= 0 && (res->worst_index < 0 || p->maxerr > maxerr)) {
+      maxerr = p->maxerr;
+      res->worst_index = q->worst_index;
+      res->worst_out = q->worst_out;
+      res->worst_ref = q->worst_ref;
     }
   }
+  if (parts != &one) free(parts);
   res->max_abs_err = maxerr;
   res->err_norm = sqrt(err2);
   res->ref_norm = sqrt(ref2);

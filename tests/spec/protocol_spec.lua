@@ -486,3 +486,55 @@ describe("kloop.protocol: inout buffers with a separate reference", function()
     assert.are.equal("wrong", r.verdict, r.reason)
   end)
 end)
+
+-- Repeat and timed launches checked on the device (issue 15): outputs whose digests
+-- match the verified ones are the same bits; anything else is compared as at
+-- verification, so a task that allows nondeterminism still passes within its tolerance.
+describe("kloop.protocol: outputs checked by digest", function()
+  local EIGHT = { budget = 0, min_reps = 8, max_reps = 8 }
+  -- counts the candidate's launches per size in a global the module reload keeps
+  local COUNTED = [[gemm = function(p)
+    local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C)
+    local key = "n" .. M
+    _G.cnt = _G.cnt or {}
+    _G.cnt[key] = (_G.cnt[key] or 0) + 1
+    local k = _G.cnt[key]
+    %s
+  end]]
+  before_each(function() _G.cnt = nil end)
+
+  it("checks the outputs of every timed launch, not only the first two and the last", function()
+    assert(protocol.setup(sim, SPEC, REF))
+    -- bench launches: 2 sets, the repeat, then timed launches 1..8; the 4th timed is wrong
+    local r = evaluate(COUNTED:format([[if M == 16 and k == 3 + 4 then C[5] = C[5] + 0.5 end]]), { timing = EIGHT })
+    assert.are.equal("wrong", r.verdict, r.reason)
+    assert.matches("timed launch 4", r.reason, 1, true)
+  end)
+
+  it("flags a repeat that differs from the verified run even when a third run matches the repeat", function()
+    assert(protocol.setup(sim, SPEC, REF))
+    -- exact on the two verified runs, then off by one part in 10^7 from the repeat on
+    local r = evaluate(COUNTED:format([[if M == 16 and k > 2 then C[0] = C[0] * (1 + 1e-7) end]]), { timing = EIGHT })
+    assert.are.equal("nondeterministic", r.verdict, r.reason)
+    assert.matches("bench", r.reason, 1, true)
+  end)
+
+  it("passes noise within the tolerance when the task allows nondeterminism", function()
+    local spec = spec_for({ { label = "check1", M = 5, N = 7, K = 3 }, { label = "bench", M = 16, N = 16, K = 16, bench = true } })
+    spec.tolerance = { rel = 1e-5, deterministic = "tolerance" }
+    assert(protocol.setup(sim, spec, REF))
+    local p = {}
+    for _, c in ipairs(spec.cases) do p[c.label] = { { entry = "gemm", grid = { 1, 1, 1 }, block = { 1, 1, 1 }, smem = 0 } } end
+    local req = { cubin = module(COUNTED:format([[C[0] = C[0] * (1 + 1e-7 * (k % 3))]])), plans = p, timing = EIGHT }
+    local r = protocol.evaluate(sim, req)
+    assert.are.equal("ok", r.verdict, r.reason)
+    assert.are.equal(8, r.reps)
+    -- and a timed launch outside the tolerance is still wrong
+    _G.cnt = nil
+    req.cubin = module(COUNTED:format([[if M == 16 and k == 3 + 5 then C[0] = C[0] + 10 end]]))
+    local w = protocol.evaluate(sim, req)
+    assert.are.equal("wrong", w.verdict, w.reason)
+    assert.matches("timed launch 5", w.reason, 1, true)
+    assert(protocol.setup(sim, SPEC, REF))
+  end)
+end)

@@ -429,6 +429,50 @@ static void test_convert(void) {
   free(xd);
 }
 
+/* A comparison large enough to run in parts (on several threads) gives what one pass
+   over the whole buffer gives: the global firsts, the counts, the worst element (the
+   earliest of equal ones), the norms. */
+static void test_compare_parts(void) {
+  size_t n = (5u << 20) + 3; /* six parts, the last short */
+  float *out = malloc(n * sizeof *out);
+  double *ref = malloc(n * sizeof *ref);
+  CHECK(out && ref, "alloc");
+  if (!out || !ref) return;
+  double err2 = 0, ref2 = 0;
+  for (size_t i = 0; i < n; i++) {
+    ref[i] = (double)(i % 1000) / 7.0 - 50.0;
+    out[i] = (float)ref[i];
+  }
+  uint32_t pw = kl_poison_word(KL_F32);
+  size_t unw[] = {(3u << 20) + 5, (1u << 20) - 1, n - 1}; /* the first is not in the first part touched */
+  for (int k = 0; k < 3; k++) memcpy(&out[unw[k]], &pw, 4);
+  out[(2u << 20) + 7] = NAN;
+  out[(4u << 20) + 11] = NAN;
+  size_t bad[] = {(4u << 20) + 100, (1u << 20) + 3, (2u << 20)};
+  for (int k = 0; k < 3; k++) out[bad[k]] = (float)(ref[bad[k]] + 2.0); /* equal worst errors */
+  for (size_t i = 0; i < n; i++) {
+    ref2 += ref[i] * ref[i];
+    int skip = isnan(out[i]);
+    for (int k = 0; k < 3; k++) skip |= i == unw[k];
+    if (!skip) err2 += ((double)out[i] - ref[i]) * ((double)out[i] - ref[i]);
+  }
+  kl_cmp c;
+  CHECK(kl_buf_compare(out, KL_F32, ref, KL_F64, n, 1.0, 0, pw, 1, &c) == KL_OK, "big compare");
+  CHECK(c.n_unwritten == 3 && c.first_unwritten == (int64_t)((1u << 20) - 1), "unwritten %zu first %lld",
+        c.n_unwritten, (long long)c.first_unwritten);
+  CHECK(c.n_nonfinite == 2 && c.first_nonfinite == (int64_t)((2u << 20) + 7), "nonfinite %zu first %lld",
+        c.n_nonfinite, (long long)c.first_nonfinite);
+  CHECK(c.n_bad == 3 && c.first_bad == (int64_t)((1u << 20) + 3), "bad %zu first %lld", c.n_bad,
+        (long long)c.first_bad);
+  CHECK(c.worst_index == (int64_t)((1u << 20) + 3), "worst at %lld (the earliest of equal errors)",
+        (long long)c.worst_index);
+  CHECK(fabs(c.err_norm - sqrt(err2)) < 1e-9 * sqrt(err2), "err_norm %.17g vs %.17g", c.err_norm, sqrt(err2));
+  CHECK(fabs(c.ref_norm - sqrt(ref2)) < 1e-9 * sqrt(ref2), "ref_norm %.17g vs %.17g", c.ref_norm, sqrt(ref2));
+  CHECK(c.ref_max_abs == 999.0 / 7.0 - 50.0, "ref_max_abs %g", c.ref_max_abs);
+  free(out);
+  free(ref);
+}
+
 int main(void) {
   test_sizes();
   test_half();
@@ -436,6 +480,7 @@ int main(void) {
   test_fill();
   test_hash();
   test_compare();
+  test_compare_parts();
   test_first_diff();
   test_convert();
   if (failures) {

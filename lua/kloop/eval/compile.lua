@@ -314,15 +314,89 @@ local function poll(job, wait_ms, deadline)
   finish(job, res.ok and res.cubin ~= nil, res.log, res.cubin, res.seconds, false)
 end
 
+-- Compiles in the background (M.run with opts.background): jobs started and not yet
+-- read, and jobs waiting for a free slot, by cache key. A job is read when a
+-- compile of the same key asks for it (M.compile waits for that one alone), or by
+-- M.pump, which the evaluator calls between evaluations. So the compilers of a batch
+-- run while the worker evaluates the batch's first candidates.
+local bg = { running = {}, queue = {}, by_key = {}, parallel = M.default_parallel, deadline = M.default_deadline }
+M.background = bg
+
+local function bg_drop(job)
+  if bg.by_key[job.key] == job then bg.by_key[job.key] = nil end
+end
+
+-- Reads the background jobs that are done (waiting wait_ms for the first), and starts
+-- queued ones while slots are free. Returns how many are still running or queued.
+function M.pump(wait_ms)
+  local still = {}
+  for i, job in ipairs(bg.running) do
+    poll(job, i == 1 and (wait_ms or 0) or 0, bg.deadline)
+    if job.done then bg_drop(job) else still[#still + 1] = job end
+  end
+  bg.running = still
+  while #bg.running < bg.parallel and #bg.queue > 0 do
+    local job = table.remove(bg.queue, 1)
+    if start(job) then bg.running[#bg.running + 1] = job else bg_drop(job) end
+  end
+  return #bg.running + #bg.queue
+end
+
+-- Waits for the background job of `key` (nil when there is none): the job, done.
+local function bg_wait(key)
+  local job = bg.by_key[key]
+  if not job then return nil end
+  for i, q in ipairs(bg.queue) do
+    if q == job then
+      table.remove(bg.queue, i)
+      if start(job) then table.insert(bg.running, 1, job) end
+      break
+    end
+  end
+  while not job.done do
+    if job.cjob and not job.done then poll(job, 20, bg.deadline) end
+    if not job.done and not job.cjob then break end
+  end
+  local still = {}
+  for _, r in ipairs(bg.running) do if r ~= job then still[#still + 1] = r end end
+  bg.running = still
+  bg_drop(job)
+  M.pump(0)
+  return job
+end
+
+-- Kills every background compile (an evaluator closing, the run ending).
+function M.cancel_background()
+  for _, job in ipairs(bg.running) do
+    if job.cjob and not job.done then nvrtc.kill(job.cjob) end
+  end
+  bg.running, bg.queue, bg.by_key = {}, {}, {}
+end
+
 -- Compiles many prepared jobs, `parallel` at a time, each with its own deadline.
 -- Every job ends with: ok, log, resources, cubin_path, seconds, cached, timeout.
+-- opts.background: start them and return at once (the jobs are not done yet); a
+-- later compile of the same source and options finds its job and waits for it.
 function M.run(jobs, opts)
   opts = opts or {}
   local parallel = opts.parallel or M.default_parallel
   local deadline = opts.deadline or M.default_deadline
   local queue, running = {}, {}
   for _, job in ipairs(jobs) do
-    if opts.no_cache or not try_cache(job) then queue[#queue + 1] = job end
+    if bg.by_key[job.key] then -- already compiling in the background
+      job.background = bg.by_key[job.key]
+    elseif opts.no_cache or not try_cache(job) then
+      queue[#queue + 1] = job
+    end
+  end
+  if opts.background then
+    bg.parallel, bg.deadline = parallel, deadline
+    for _, job in ipairs(queue) do
+      bg.by_key[job.key] = job
+      bg.queue[#bg.queue + 1] = job
+    end
+    M.pump(0)
+    return jobs
   end
   local qi = 1
   while qi <= #queue or #running > 0 do
@@ -341,10 +415,16 @@ function M.run(jobs, opts)
   return jobs
 end
 
--- One source, compiled now (cached): the job table.
+-- One source, compiled now (cached): the job table. A background job of the same
+-- source and options (M.run with opts.background) is waited for, not started again.
 function M.compile(src, opts)
   local job, why = M.prepare(src, opts)
   if not job then return { done = true, ok = false, rejected = true, log = why, resources = {} } end
+  local pending = not (opts and opts.no_cache) and bg_wait(job.key)
+  if pending then
+    pending.waited_background = true
+    return pending
+  end
   M.run({ job }, opts)
   return job
 end

@@ -216,6 +216,8 @@ M.STATIC_DATA_LIMIT = 2^20
 
 -- Compiles a batch of candidates in parallel ahead of their evaluation, so the
 -- evaluations that follow find their binaries in the cache. cands: {source, defines}.
+-- In the background (opts.compile_background, default on): the compilers run while
+-- the worker evaluates, and each evaluation waits only for its own binary.
 function Evaluator:precompile(cands)
   if self:backend() == "host" then return end -- cc runs per evaluation
   local ok = self:start()
@@ -226,7 +228,7 @@ function Evaluator:precompile(cands)
     local job = compile.prepare(c.source or self.task.source, copts)
     if job then jobs[#jobs + 1] = job end
   end
-  compile.run(jobs, { parallel = self.opts.compile_parallel })
+  compile.run(jobs, { parallel = self.opts.compile_parallel, background = self.opts.compile_background ~= false })
 end
 
 -- Evaluates one candidate source (nil: the task's own kernel). opts: defines, timing.

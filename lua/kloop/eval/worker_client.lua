@@ -192,7 +192,7 @@ function W:start()
   local ok, err = self:spawn()
   if not ok then return nil, "cannot start a worker: " .. err end
   local hello, kind, msg = self:request({ op = "hello", device = self.opts.device or 0,
-    sandbox = self.opts.sandbox, device_heap = self.task.device_heap }, 60)
+    sandbox = self.opts.sandbox, device_heap = self.task.device_heap, trace = self.opts.trace }, 60)
   if not hello then return nil, "worker did not start (" .. kind .. "): " .. msg .. "\n" .. self:output_tail() end
   if not hello.ok then self:kill() return nil, hello.error end
   self.gpu = hello.gpu

@@ -521,7 +521,10 @@ function M.run(strategy, path, args)
     okc, cmsg = pcall(ctx.proposer.close, ctx.proposer)
     if not okc then util.eprintf("kloop: closing the proposer: %s\n", tostring(cmsg)) end
   end
-  okc, cmsg = pcall(function() ctx.ev:close() end)
+  okc, cmsg = pcall(function()
+    require("kloop.eval.compile").cancel_background() -- compiles of candidates no one will evaluate
+    ctx.ev:close()
+  end)
   if not okc then util.eprintf("kloop: closing the worker: %s\n", tostring(cmsg)) end
   if status == "done" and opts.promote == "auto" then ctx:promote_best() end
   if ctx.store then

@@ -23,6 +23,7 @@ function M.main(args)
   cjson.encode_invalid_numbers(true)
   local backend_name = args[1] or "cuda"
   local be = require("kloop.worker.backend_" .. backend_name)
+  local traced -- kloop.worker.trace: per-request totals of the backend's calls
   local ready = false
   while true do
     local msg = recv()
@@ -37,6 +38,10 @@ function M.main(args)
     else
       local okc, res = xpcall(function()
         if req.op == "hello" then
+          if req.trace and not traced then
+            traced = {}
+            be = require("kloop.worker.trace").wrap(be, traced)
+          end
           local info, err = be.init(req)
           if not info then return { ok = false, error = err } end
           ready = true
@@ -57,7 +62,9 @@ function M.main(args)
           r.ok = true
           return r
         elseif CANDIDATE_OPS[req.op] then
+          local t0 = sys.now()
           local r = protocol[req.op](be, req)
+          if traced then r.worker_trace = require("kloop.worker.trace").take(traced, sys.now() - t0) end
           r.ok = true
           return r
         elseif req.op == "peaks" then

@@ -1,0 +1,67 @@
+-- bench/eval_breakdown.lua: where an evaluation's time goes, on the GPU. A traced
+-- worker (kloop.worker.trace) times every backend call; the candidates are points of
+-- kernels/gemm_tiled.lua's space (every 37th of the recorded landscape), compiled in the
+-- background as the driver does. Prints the worker's time per backend function and the
+-- parent's split (waiting for a compile, waiting for the worker, its own work).
+-- usage: kloop bench/eval_breakdown.lua [COUNT] [TIMING_BUDGET] [TASK]
+local eval = require("kloop.eval.evaluator")
+local taskmod = require("kloop.eval.task")
+local sys = require("kloop.core.sys")
+local gpu = require("kloop.core.gpu")
+local util = require("kloop.util")
+
+local count = tonumber(arg[1]) or 12
+local budget = tonumber(arg[2]) or 0.3
+local task_path = arg[3] or "kernels/gemm_tiled.lua"
+local task = assert(taskmod.load(task_path))
+if task.backend ~= "host" and not gpu.probe(0) then print("SKIP: no GPU here") os.exit(77) end
+
+local points = {}
+if task_path:match("gemm_tiled") then
+  local i = 0
+  for line in io.lines("bench/landscapes/gemm_tiled_h200.tsv") do
+    if not line:match("^#") then
+      i = i + 1
+      local bm, bn, bk, tm, tn = line:match("^(%d+)\t(%d+)\t(%d+)\t(%d+)\t(%d+)")
+      if i % 37 == 1 and #points < count then points[#points + 1] = { BM = bm, BN = bn, BK = bk, TM = tm, TN = tn } end
+    end
+  end
+end
+while #points < count do points[#points + 1] = {} end
+
+local t0 = sys.now()
+local ev = eval.new(task, { trace = true })
+assert(ev:start())
+local t_start = sys.now() - t0
+local cands = {}
+for i, p in ipairs(points) do cands[i] = { source = "// variant " .. i .. "\n" .. task.source, defines = p } end
+local t1 = sys.now()
+ev:precompile(cands)
+local t_pre = sys.now() - t1
+local acc, req_total, wall_total, verdicts = {}, 0, 0, {}
+for _, c in ipairs(cands) do
+  local ta = sys.now()
+  local r = ev:evaluate(c.source, { defines = c.defines, timing = { budget = budget } })
+  wall_total = wall_total + (sys.now() - ta)
+  verdicts[r.verdict] = (verdicts[r.verdict] or 0) + 1
+  for k, e in pairs(r.worker_trace or {}) do
+    local a = acc[k] or { n = 0, s = 0 }
+    a.n, a.s = a.n + e.n, a.s + e.s
+    acc[k] = a
+  end
+end
+ev:close()
+req_total = acc._request and acc._request.s or 0
+local names = {}
+for k in pairs(acc) do if k ~= "_request" then names[#names + 1] = k end end
+table.sort(names, function(a, b) return acc[a].s > acc[b].s end)
+print(string.format("%-18s %8s %10s %7s", "worker", "calls", "seconds", "share"))
+for _, k in ipairs(names) do
+  print(string.format("%-18s %8d %10.3f %6.1f%%", k, acc[k].n, acc[k].s, 100 * acc[k].s / math.max(req_total, 1e-9)))
+end
+local vs = {}
+for k, n in pairs(verdicts) do vs[#vs + 1] = k .. " " .. n end
+print(string.format("BREAKDOWN: %d candidates (%s), timing budget %.2f s: start %.1f s, precompile call %.2f s, "
+  .. "evaluations %.1f s wall, of it in the worker %.1f s (%.0f%%); %.1f candidates/min",
+  #cands, table.concat(vs, ", "), budget, t_start, t_pre, wall_total, req_total, 100 * req_total / wall_total,
+  60 * #cands / wall_total))

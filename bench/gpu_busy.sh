@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# bench/gpu_busy.sh: how busy the GPU is during a tune run. nvidia-smi samples
+# utilization.gpu (the share of each sample period in which a kernel ran) every 100 ms
+# while `kloop tune` runs; the figure is the mean over the run's wall time.
+# usage: bench/gpu_busy.sh [TASK] [BUDGET] [extra kloop options...]
+set -u
+KLOOP=${KLOOP:-build/kloop}
+TASK=${1:-kernels/gemm_tiled.lua}
+BUDGET=${2:-40}
+shift 2 2>/dev/null || shift $#
+OUTD=${OUT:-/tmp}/gpu_busy.$$
+mkdir -p "$OUTD"
+command -v nvidia-smi >/dev/null || { echo "SKIP: no nvidia-smi"; exit 77; }
+nvidia-smi --query-gpu=timestamp,utilization.gpu --format=csv,noheader,nounits -lms 100 >"$OUTD/smi.csv" &
+SMI=$!
+sleep 0.5
+t0=$(date +%s.%N)
+"$KLOOP" tune "$TASK" --budget "$BUDGET" --no-store --profile none "$@" >"$OUTD/tune.log" 2>&1
+rc=$?
+t1=$(date +%s.%N)
+sleep 0.3
+kill $SMI 2>/dev/null; wait $SMI 2>/dev/null
+tail -5 "$OUTD/tune.log"
+awk -F', ' -v n0=6 'NR>n0 {s+=$2; n++} END {if (n) printf "GPU_BUSY: %.1f%% mean utilization.gpu over %d samples\n", s/n, n}' "$OUTD/smi.csv"
+awk -v a="$t0" -v b="$t1" -v n="$BUDGET" 'BEGIN {printf "WALL: %.1f s for %d candidates (%.1f/min)\n", b-a, n, 60*n/(b-a)}'
+exit $rc

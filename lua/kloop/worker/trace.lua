@@ -1,0 +1,41 @@
+-- kloop.worker.trace: where a worker's time goes. With the hello request's trace = true,
+-- every backend call is timed (wall seconds and calls per function, plus the time
+-- spent in the worker's own Lua between them), and each candidate reply carries the
+-- totals of its request as result.worker_trace. bench/eval_breakdown.lua prints them.
+local sys = require("kloop.core.sys")
+
+local M = {}
+
+-- The backend `be` with every function timed into `acc` (name -> {n, s}).
+function M.wrap(be, acc)
+  local w = setmetatable({}, { __index = be })
+  for k, f in pairs(be) do
+    if type(f) == "function" then
+      w[k] = function(...)
+        local t0 = sys.now()
+        local r = { f(...) }
+        local e = acc[k]
+        if not e then e = { n = 0, s = 0 } acc[k] = e end
+        e.n, e.s = e.n + 1, e.s + (sys.now() - t0)
+        return unpack(r, 1, table.maxn(r))
+      end
+    end
+  end
+  return w
+end
+
+-- The totals of one request: {fn = {n, s}, _request = seconds, _lua = seconds outside
+-- the backend}, and acc emptied for the next.
+function M.take(acc, seconds)
+  local out, inside = {}, 0
+  for k, e in pairs(acc) do
+    out[k] = { n = e.n, s = e.s }
+    inside = inside + e.s
+    acc[k] = nil
+  end
+  out._request = { n = 1, s = seconds }
+  out._lua = { n = 1, s = math.max(0, seconds - inside) }
+  return out
+end
+
+return M
