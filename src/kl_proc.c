@@ -673,6 +673,39 @@ int kl_proc_recv(kl_proc *p, int timeout_ms, char **data, size_t *n, kl_err *err
   return kl_fail(err, KL_ETIMEOUT, 0, "no reply from worker within %d ms", timeout_ms);
 }
 
+/* Waits up to timeout_ms until one of n workers has something on its reply channel
+   (a reply, or its end: EOF and errors are for kl_proc_recv to report), draining every
+   worker's output meanwhile so none blocks on a full stdout pipe. Returns the index of
+   the first such worker, -1 when the time is up. A worker whose reply channel is
+   closed counts as ready (kl_proc_recv then reports why). */
+int kl_proc_wait_any(kl_proc *const *ps, int n, int timeout_ms) {
+  if (n <= 0 || n > 256) return -1;
+  int64_t deadline = now_ms() + (timeout_ms < 0 ? 0 : timeout_ms);
+  for (;;) {
+    struct pollfd fds[512];
+    int who[512], nf = 0;
+    for (int i = 0; i < n; i++) {
+      kl_proc *p = ps[i];
+      if (!p || p->pid <= 0 || p->from_fd < 0) return i;
+      fds[nf] = (struct pollfd){.fd = p->from_fd, .events = POLLIN};
+      who[nf++] = i;
+      if (p->out_fd >= 0) {
+        fds[nf] = (struct pollfd){.fd = p->out_fd, .events = POLLIN};
+        who[nf++] = -1 - i;
+      }
+    }
+    int64_t rem = deadline - now_ms();
+    int pr = poll(fds, (nfds_t)nf, rem > 0 ? (int)rem : 0);
+    if (pr < 0 && errno != EINTR) return -1;
+    for (int k = 0; pr > 0 && k < nf; k++) {
+      if (!fds[k].revents) continue;
+      if (who[k] >= 0) return who[k];
+      drain_output(ps[-1 - who[k]], 16);
+    }
+    if (now_ms() >= deadline) return -1;
+  }
+}
+
 /* Returns KL_OK once reaped, KL_ETIMEOUT if the killed worker could not be reaped
    within KL_REAP_WAIT_MS (stuck in the driver); calling again retries the reap. */
 int kl_proc_kill(kl_proc *p) {

@@ -302,6 +302,9 @@ typedef struct kl_proc {
    prefixes passed through (others are stripped); NULL keeps everything. */
 int kl_proc_spawn(kl_proc *p, const char *const *argv, const char *const *env_keep, kl_err *err);
 int kl_proc_send(kl_proc *p, const char *data, size_t n, kl_err *err);
+/* Waits until one of n workers has a reply ready (or its channel ended): its index, or
+   -1 after timeout_ms. Drains every worker's output meanwhile. */
+int kl_proc_wait_any(kl_proc *const *ps, int n, int timeout_ms);
 /* Waits up to timeout_ms for one reply, draining the child's output meanwhile. */
 int kl_proc_recv(kl_proc *p, int timeout_ms, char **data, size_t *n, kl_err *err);
 int kl_proc_kill(kl_proc *p);                /* SIGKILL and reap */

@@ -61,6 +61,24 @@ function Proc:recv(timeout_s)
   return s
 end
 
+-- Is a reply (or the end of the channel) ready within timeout_s? (Proc:recv then takes it.)
+function Proc:ready(timeout_s)
+  local arr = ffi.new("kl_proc*[1]", self.cell)
+  return C.kl_proc_wait_any(arr, 1, math.floor((timeout_s or 0) * 1000)) == 0
+end
+
+-- The first of `procs` (a list of Procs) with a reply ready within timeout_s: its index
+-- in the list, or nil when the time is up. Every child's output is drained meanwhile.
+function M.wait_any(procs, timeout_s)
+  local n = #procs
+  if n == 0 then return nil end
+  local arr = ffi.new("kl_proc*[?]", n)
+  for i, p in ipairs(procs) do arr[i - 1] = p.cell end
+  local k = C.kl_proc_wait_any(arr, n, math.floor((timeout_s or 0) * 1000))
+  if k < 0 then return nil end
+  return k + 1
+end
+
 -- The last bytes the child printed (kept after it exits).
 function Proc:tail() return ffi.string(self.raw.tail, self.raw.tail_len) end
 function Proc:output_total() return tonumber(self.raw.out_total) end

@@ -116,10 +116,15 @@ M.host_worker_env = { "PATH", "LANG", "LC_", "KLOOP_LUA_DIR", "KLOOP_EMBEDDED_ON
 
 -- opts.worker_prefix: a command the worker runs under (compute-sanitizer and its
 -- options: kloop.eval.sanitize); it must keep fds 3/4 open for the worker.
+-- opts.worker_argv: the whole command in place of `kloop --worker BACKEND` (a worker on
+-- another host: `kloop --worker-remote SOCKET BACKEND`, docs/SCALE.md); the same frames
+-- flow through it.
 function W:spawn()
   local argv = {}
   for _, a in ipairs(self.opts.worker_prefix or {}) do argv[#argv + 1] = a end
-  for _, a in ipairs({ sys.exe_path() or "kloop", "--worker", self:backend() }) do argv[#argv + 1] = a end
+  for _, a in ipairs(self.opts.worker_argv or { sys.exe_path() or "kloop", "--worker", self:backend() }) do
+    argv[#argv + 1] = a
+  end
   local env_list = self:backend() == "host" and M.host_worker_env or M.worker_env
   local p, err = proc.spawn(argv, env_list)
   if not p then return nil, err end
@@ -140,7 +145,16 @@ function W:request(req, timeout_s)
     self:kill()
     return nil, "crashed", serr
   end
-  local reply, kind, msg = self.proc:recv(timeout_s)
+  local reply, kind, msg
+  if self.cooperative and coroutine.running() then
+    -- in a pool (kloop.search.pool): the other workers are served while this one computes
+    local t0 = sys.now()
+    while self.proc and not self.proc:ready(0) and sys.now() - t0 < timeout_s do coroutine.yield("wait") end
+    if not self.proc then return nil, "crashed", "the worker was stopped" end
+    reply, kind, msg = self.proc:recv(math.max(0.001, timeout_s - (sys.now() - t0)))
+  else
+    reply, kind, msg = self.proc:recv(timeout_s)
+  end
   if not reply then
     self:kill()
     if kind == "timeout" then

@@ -65,18 +65,19 @@ end
 -- strategy marks full = true; otherwise a screen, promoted to the full protocol when
 -- worth it. The result is the last stage's (result.stage), with result.screen the
 -- screen's summary when one ran before a full evaluation.
-function Ctx:run_stages(cand)
+function Ctx:run_stages(cand, ev)
+  ev = ev or self.ev
   local opts = { defines = cand.defines, name = cand.name, timing = { budget = self.opts.timing_budget } }
-  if self.opts.cascade ~= "on" or cand.full then return self.ev:evaluate(cand.source, opts) end
+  if self.opts.cascade ~= "on" or cand.full then return ev:evaluate(cand.source, opts) end
   local sopts = { defines = cand.defines, name = cand.name, reps = self.opts.screen_reps }
-  local s = self.ev:screen(cand.source, sopts)
+  local s = ev:screen(cand.source, sopts)
   local baseline = cand.proposer == "baseline"
   if sys.interrupted() then return s end
   if s.verdict ~= "ok" and not baseline then return s end
   local before = self.best_screen
   local worth = s.verdict == "ok" and self:worth_full(s)
   if not (worth or baseline) then return s end
-  local r = self.ev:evaluate(cand.source, opts)
+  local r = ev:evaluate(cand.source, opts)
   -- a screen whose full evaluation fails (wrong on a size the screen did not try) is no
   -- reference for later screens: it would keep good candidates from being promoted
   if r.verdict ~= "ok" then self.best_screen = before end
@@ -87,16 +88,18 @@ end
 -- Evaluates one candidate: {source, defines, parent, proposer, full, ...}; returns result.
 -- With the cascade on it may be screened only (result.stage = "screened"): such a result
 -- is never the best, never profiled, and counts against the budget like any other.
-function Ctx:evaluate(cand)
+-- done: the result of an evaluation already run (by the pool: kloop.search.pool), which
+-- was stored as proposed when it started.
+function Ctx:evaluate(cand, done)
   -- in the store before it runs: whatever the evaluation does to kloop, the candidate
   -- and its LLM calls are kept, and --resume marks it crashed instead of running it again
-  if self.store then self.store:propose(self, cand) end
+  if self.store and not done then self.store:propose(self, cand) end
   local t0 = sys.now()
-  local r = self:run_stages(cand)
+  local r = done or self:run_stages(cand)
   r.stage = r.stage or "full"
   self.stages = self.stages or {}
   self.stages[r.stage] = (self.stages[r.stage] or 0) + 1
-  self.busy = (self.busy or 0) + (sys.now() - t0)
+  self.busy = (self.busy or 0) + (done and (r.wall_seconds or 0) or (sys.now() - t0))
   -- Ctrl-C during the evaluation (served inside some pcall on the way): the result may
   -- be the interruption's, not the candidate's; it is not recorded (the stored candidate
   -- without an evaluation in a run that ended interrupted is evaluated again on resume)
@@ -360,6 +363,8 @@ function M.run(strategy, path, args)
   ctx.ev = eval.new(task, { deadline = opts.deadline > 0 and opts.deadline or nil,
     on_reevaluate = function(result) ctx:reevaluated(result) end,
     log = function(line) if not opts.quiet then util.eprintf("kloop: %s\n", line) end end })
+  local okp, perr = require("kloop.search.workers").build(ctx, eval)
+  if not okp then util.eprintf("kloop: %s\n", perr) return 2 end
   if not opts.no_store then
     local s, serr = require("kloop.store.run").open(ctx, opts.db ~= "" and opts.db or nil)
     if not s then util.eprintf("kloop: store: %s\n", serr) return 1 end
@@ -463,16 +468,20 @@ function M.run(strategy, path, args)
     ok, msg = protected("prefetch", function() ctx:lookahead(ctx.best or ctx.baseline, #real, left - #real) end)
     if not ok then break end
     local prop = ctx.proposer
-    for _, cand in ipairs(cands) do
-      if ctx:budget_spent() or sys.interrupted() then break end
-      if prop and prop.pump then prop:pump() end
-      local key = not cand.skip and M.key(cand)
-      if key and not ctx.done_keys[key] then
-        ctx.done_keys[key] = true
-        ok, msg = protected("evaluate", function() ctx:evaluate(cand) end)
-        if not ok then break end
-        ok, msg = protected("on_result", strategy.on_result, ctx, cand, cand.result)
-        if not ok then break end
+    if ctx.pool then
+      ok, msg = require("kloop.search.workers").evaluate_batch(ctx, cands, strategy, protected)
+    else
+      for _, cand in ipairs(cands) do
+        if ctx:budget_spent() or sys.interrupted() then break end
+        if prop and prop.pump then prop:pump() end
+        local key = not cand.skip and M.key(cand)
+        if key and not ctx.done_keys[key] then
+          ctx.done_keys[key] = true
+          ok, msg = protected("evaluate", function() ctx:evaluate(cand) end)
+          if not ok then break end
+          ok, msg = protected("on_result", strategy.on_result, ctx, cand, cand.result)
+          if not ok then break end
+        end
       end
     end
     -- a strategy that only repeats itself would loop forever
@@ -523,6 +532,7 @@ function M.run(strategy, path, args)
   end
   okc, cmsg = pcall(function()
     require("kloop.eval.compile").cancel_background() -- compiles of candidates no one will evaluate
+    if ctx.pool then ctx.pool:close_others() end
     ctx.ev:close()
   end)
   if not okc then util.eprintf("kloop: closing the worker: %s\n", tostring(cmsg)) end

@@ -149,6 +149,8 @@ function M.summary(ctx, status, reason)
   print(string.format("\nrun %s (%s) on %s: %d candidates in %.1f s (%.1f/min), seed %s",
     status, tostring(reason or ""), ctx.task.name, n - 1, dt, (n - 1) / math.max(dt, 1e-9) * 60, rng.format(ctx.opts.seed)))
   print("verdicts: " .. ctx:verdict_text())
+  local wline = require("kloop.search.workers").summary(ctx)
+  if wline then print(wline) end
   if ctx.opts.cascade == "on" or (ctx.stages.screened or 0) > 0 then
     print(string.format("stages: full %d, screened only %d", ctx.stages.full or 0, ctx.stages.screened or 0))
   end
