@@ -32,6 +32,7 @@ static struct {
   CUresult (*ModuleLoadData)(CUmodule *, const void *);
   CUresult (*ModuleUnload)(CUmodule);
   CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+  CUresult (*ModuleGetGlobal)(CUdeviceptr *, size_t *, CUmodule, const char *);
   CUresult (*FuncGetAttribute)(int *, CUfunction_attribute, CUfunction);
   CUresult (*FuncSetAttribute)(CUfunction, CUfunction_attribute, int);
   CUresult (*MemAlloc)(CUdeviceptr *, size_t);
@@ -91,6 +92,7 @@ int kl_cuda_load(kl_err *err) {
     {(void **)&d.ModuleLoadData, "cuModuleLoadData"},
     {(void **)&d.ModuleUnload, "cuModuleUnload"},
     {(void **)&d.ModuleGetFunction, "cuModuleGetFunction"},
+    {(void **)&d.ModuleGetGlobal, "cuModuleGetGlobal_v2"},
     {(void **)&d.FuncGetAttribute, "cuFuncGetAttribute"},
     {(void **)&d.FuncSetAttribute, "cuFuncSetAttribute"},
     {(void **)&d.MemAlloc, "cuMemAlloc_v2"},
@@ -265,6 +267,20 @@ int kl_cuda_function(void *module, const char *name, void **fn, kl_err *err) {
     return kl_fail(err, KL_ENOTFOUND, (int)r,
                    "kernel '%s' not found in the module (is it declared extern \"C\" __global__?)", name);
   if (r != CUDA_SUCCESS) return cu_fail(err, r, "cuModuleGetFunction");
+  return KL_OK;
+}
+
+int kl_cuda_module_global(void *module, const char *name, uint64_t *dptr, size_t *bytes, kl_err *err) {
+  CUdeviceptr p = 0;
+  size_t n = 0;
+  CUresult r = d.ModuleGetGlobal(&p, &n, (CUmodule)module, name);
+  if (r == CUDA_ERROR_NOT_FOUND)
+    return kl_fail(
+      err, KL_ENOTFOUND, (int)r,
+      "symbol '%s' not found in the module (declare it at file scope, __constant__ or __device__)", name);
+  if (r != CUDA_SUCCESS) return cu_fail(err, r, "cuModuleGetGlobal");
+  *dptr = (uint64_t)p;
+  *bytes = n;
   return KL_OK;
 }
 

@@ -8,6 +8,7 @@
 #include <linux/filter.h>
 #include <linux/landlock.h>
 #include <linux/seccomp.h>
+#include <link.h>
 #include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -50,6 +51,24 @@ int kl_host_symbol(void *handle, const char *name, void **fn, kl_err *err) {
   if (!p)
     return kl_fail(err, KL_ENOTFOUND, 0, "function '%s' not found in the candidate (is it static?)", name);
   *fn = p;
+  return KL_OK;
+}
+
+int kl_host_global(void *handle, const char *name, void **ptr, size_t *bytes, kl_err *err) {
+  dlerror();
+  void *p = dlsym(handle, name);
+  if (!p)
+    return kl_fail(err, KL_ENOTFOUND, 0,
+                   "symbol '%s' not found in the candidate (declare it at file scope, not static)", name);
+  /* the size the object declares it with, from its ELF symbol entry */
+  Dl_info info;
+  const ElfW(Sym) *sym = NULL;
+  if (!dladdr1(p, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym)
+    return kl_fail(err, KL_ENOTFOUND, 0, "symbol '%s': its size cannot be read", name);
+  if (ELF64_ST_TYPE(sym->st_info) != STT_OBJECT)
+    return kl_fail(err, KL_EINVAL, 0, "symbol '%s' is not a variable (a function of that name?)", name);
+  *ptr = p;
+  *bytes = (size_t)sym->st_size;
   return KL_OK;
 }
 

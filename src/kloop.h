@@ -101,6 +101,9 @@ typedef struct kl_func_attrs {
 int kl_cuda_module_load(const void *image, void **module, kl_err *err);
 int kl_cuda_module_unload(void *module, kl_err *err);
 int kl_cuda_function(void *module, const char *name, void **fn, kl_err *err);
+/* A module-scope symbol (__constant__ or __device__): its device address and size in bytes;
+   KL_ENOTFOUND when the module has none of that name. */
+int kl_cuda_module_global(void *module, const char *name, uint64_t *dptr, size_t *bytes, kl_err *err);
 int kl_cuda_func_attrs(void *fn, kl_func_attrs *a, kl_err *err);
 int kl_cuda_func_set_dynamic_smem(void *fn, int bytes, kl_err *err);
 int kl_cuda_alloc(size_t bytes, uint64_t *dptr, kl_err *err);
@@ -316,6 +319,8 @@ int kl_chan_recv(int fd, char **data, size_t *n, kl_err *err);
 /* Host backend: candidate shared objects and the worker's sandbox. */
 int kl_host_load(const char *path, void **handle, kl_err *err);
 int kl_host_symbol(void *handle, const char *name, void **fn, kl_err *err);
+/* A global variable of the object: its address and the size the object declares it with. */
+int kl_host_global(void *handle, const char *name, void **ptr, size_t *bytes, kl_err *err);
 int kl_host_unload(void *handle);
 void *kl_host_alloc(size_t bytes); /* 64-byte aligned; NULL when out of memory */
 void kl_host_free(void *p);

@@ -74,7 +74,7 @@ What cannot be mapped is refused with the file, the field and the fix, and nothi
 written:
 
   $ kloop import-kt cmem.json
-  kloop import-kt: cmem.json: KernelSpecification.Arguments[2].MemoryType: 'Symbol' (constant or shared memory arguments, Kernel Tuner's cmem_args) is not supported yet (fix: fill the table in the kernel, or wait for kloop's __constant__ symbols (issue 16))
+  kloop import-kt: cmem.json: KernelSpecification.Arguments[2].MemoryType: 'Symbol' (constant or shared memory arguments, Kernel Tuner's cmem_args) is not imported (fix: declare it in the sidecar's symbols = {...} (docs/TASKS.md, "Symbols filled from the host") and drop it from Arguments)
   [1]
   $ kloop import-kt vadd.json
   kloop import-kt: ./vadd.lua exists (fix: -o another path, or --force)

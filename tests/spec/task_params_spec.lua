@@ -32,7 +32,7 @@ template __global__ void gemm<BM, 8>(int, const float *, float *);
 ]]
 
 local PARTIAL = [[
-extern "C" __global__ void partial(int N, int nb, float *x, float *sums) {
+extern "C" __global__ void partial(int N, int nb, float *x, float *sums, float *total) {
   __shared__ float s[BS];
   (void)s;
 }
@@ -42,7 +42,8 @@ local PARTIAL_TASK = [[
 return kloop.task {
   name = "partial", entry = "partial",
   args = { {"N", "int"}, {"nb", "int", value = "num_blocks"}, {"x", "float*", size = "N", input = true},
-           {"sums", "float*", size = function(s) return s.num_blocks end, output = true} },
+           {"sums", "float*", size = function(s) return s.num_blocks end, scratch = true},
+           {"total", "float*", size = 1, output = true} },
   sizes = { bench = {N = 1048576}, check = {{N = 1000}, {N = 1}} },
   params = { BS = {128, 256}, num_blocks = {32, 64} },
   launch = function(s) return {grid = {s.num_blocks}, block = {s.BS}, smem = 0} end,
@@ -206,8 +207,8 @@ describe("kloop.cli.import_kt", function()
       assert.is_false(ok)
       return e.message
     end
-    assert.matches("k.json: KernelSpecification.Arguments[1].Type: 'float4' is not mapped",
-      refusal(function(t) t.KernelSpecification.Arguments[1].Type = "float4" end), 1, true)
+    assert.matches("k.json: KernelSpecification.Arguments[1].Type: 'float3' is not mapped",
+      refusal(function(t) t.KernelSpecification.Arguments[1].Type = "float3" end), 1, true)
     assert.matches("KernelSpecification.ProblemSize: missing",
       refusal(function(t) t.KernelSpecification.ProblemSize = nil end), 1, true)
     assert.matches("KernelSpecification.GridDivX[1]: 'tile' is not a tunable",

@@ -17,15 +17,17 @@ file, the field and the fix. Check the result with `kloop compile SIDECAR.lua`.
 Exit: 0 written, 1 refused or error, 2 bad usage.
 ]]
 
--- T1 element types kloop has (vector types are not supported yet).
+-- T1 element types kloop has (a vector type's Size counts its vectors, as a task's does).
 local TYPES = { float = "float", double = "double", half = "half", int32 = "int", uint32 = "unsigned",
-  int64 = "int64_t", int8 = "int8_t", uint8 = "uint8_t" }
+  int64 = "int64_t", int8 = "int8_t", uint8 = "uint8_t", float2 = "float2", float4 = "float4", double2 = "double2",
+  int2 = "int2", int4 = "int4" }
 
 local Refusal = {}
 
 -- Bytes per element of a kloop type.
 local function ffi_size(ty)
-  return ({ float = 4, double = 8, half = 2, int = 4, unsigned = 4, int64_t = 8, int8_t = 1, uint8_t = 1 })[ty]
+  return ({ float = 4, double = 8, half = 2, int = 4, unsigned = 4, int64_t = 8, int8_t = 1, uint8_t = 1, float2 = 8,
+    float4 = 16, double2 = 16, int2 = 8, int4 = 16 })[ty]
 end
 
 local function refuse(file, field, problem, fix)
@@ -221,13 +223,13 @@ function M.sidecar(t1, file, kernel_src)
     local mt = a.MemoryType
     if mt == "Local" or mt == "Symbol" then
       refuse(file, field .. ".MemoryType",
-        "'" .. mt .. "' (constant or shared memory arguments, Kernel Tuner's cmem_args) is not supported yet",
-        "fill the table in the kernel, or wait for kloop's __constant__ symbols (issue 16)")
+        "'" .. mt .. "' (constant or shared memory arguments, Kernel Tuner's cmem_args) is not imported",
+        "declare it in the sidecar's symbols = {...} (docs/TASKS.md, \"Symbols filled from the host\") and drop it from Arguments")
     end
     local ty = TYPES[a.Type]
     if not ty then
-      refuse(file, field .. ".Type", "'" .. tostring(a.Type) .. "' is not mapped (vector and custom types are not supported yet)",
-        "use float, double, half, int32, uint32, int64, int8 or uint8")
+      refuse(file, field .. ".Type", "'" .. tostring(a.Type) .. "' is not mapped (custom types are not supported)",
+        "use float, double, half, int32, uint32, int64, int8, uint8, float2, float4, double2, int2 or int4")
     end
     local kt = taskmod.parse_ctype(kp.ctype)
     if mt == "Vector" then
@@ -265,6 +267,9 @@ function M.sidecar(t1, file, kernel_src)
       argl[#argl + 1] = string.format('    { %q, %q, size = %q%s%s },', name, kp.ctype, sz, role, init)
       bytes[#bytes + 1] = string.format("%d * (%s)", ffi_size(ty), (sz:gsub("(%u+)", "s.%1")))
     elseif mt == "Scalar" then
+      if ty:match("%d$") then
+        refuse(file, field .. ".Type", "a scalar of vector type " .. ty .. " is not supported", "pass its lanes as separate scalars")
+      end
       if kt.pointer then
         refuse(file, field .. ".MemoryType",
           string.format("Scalar, but the kernel's parameter %d '%s %s' is a pointer", i, kp.ctype, kp.name),

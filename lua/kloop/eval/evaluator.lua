@@ -64,6 +64,12 @@ function Evaluator:spec()
   for i, a in ipairs(task.args) do
     spec.args[i] = { name = a.name, dtype = a.dtype, pointer = a.pointer, role = a.role, dists = a.dists }
   end
+  -- symbols (__constant__ tables) are filled per input set like inputs (docs/TASKS.md)
+  spec.symbols = {}
+  local counts = taskmod.concrete_symbols(task, task.sizes.bench, taskmod.default_point(task.params))
+  for k, sy in ipairs(task.symbols or {}) do
+    spec.symbols[k] = { name = sy.name, dtype = sy.dtype, dists = sy.dists, count = counts[k].count }
+  end
   local rtask = { launch = task.reference.launch or task.launch, entry = spec.reference.entry, file = task.file }
   -- the reference runs at the point it was compiled at (kloop.task.fill_defaults)
   local point = taskmod.fill_defaults(task, task.reference.baseline and task.source or task.reference.source, nil)
@@ -72,6 +78,7 @@ function Evaluator:spec()
     for s = 1, self.nsets do
       seeds[s] = {}
       for i = 1, #task.args do seeds[s][i] = self:seed(case.label, s, i) end
+      for k = 1, #spec.symbols do seeds[s][#task.args + k] = self:seed(case.label, s, #task.args + k) end
     end
     spec.cases[ci] = { label = case.label, bench = case.bench or false, size = case.size,
       args = taskmod.concrete_args(task, case.size, point), seeds = seeds,
@@ -197,6 +204,8 @@ function Evaluator:prepare(src, opts)
   local plans, perr = self:plans(src, opts.defines)
   if not plans then return nil, { verdict = "launch_error", reason = "launch plan: " .. perr }, job end
   lower_entries(plans, job)
+  local point_args, aerr = self:point_args(src, opts.defines)
+  if not point_args then return nil, { verdict = "launch_error", reason = aerr }, job end
   if self:backend() == "cuda" then
     -- large static device data is where a kernel would keep results between launches
     local image = util.read_file(job.cubin_path)
@@ -209,7 +218,47 @@ function Evaluator:prepare(src, opts)
     end
     job.static_data_bytes = bytes
   end
-  return { cubin = job.cubin_path, plans = plans, floor_ms = self:floor_ms(opts.defines) }, nil, job
+  return { cubin = job.cubin_path, plans = plans, floor_ms = self:floor_ms(opts.defines),
+    args = next(point_args) and point_args or nil }, nil, job
+end
+
+-- What differs at a candidate's point from the worker's arguments (sized at the
+-- reference's point, Evaluator:spec): {label -> {i -> {count} or {value}}}, only the
+-- scratch counts and scalar values that differ (docs/TASKS.md, "Sizes that depend on the
+-- point"), or nil, why. The element type's scalar and the other buffers' counts cannot
+-- differ: kloop.eval.task refuses such a task at load, and a point that makes them is
+-- refused here.
+function Evaluator:point_args(src, defines)
+  local task = self.task
+  local spec = self.task_spec or self:spec()
+  local plain = M.split_implicit(defines)
+  local point = taskmod.fill_defaults(task, src, plain)
+  local out = {}
+  for ci, case in ipairs(taskmod.cases(task)) do
+    local ok, args = pcall(taskmod.concrete_args, task, case.size, point)
+    if not ok then return nil, "arguments at this point: " .. tostring(type(args) == "table" and args.message or args) end
+    local base = spec.cases[ci].args
+    for i, a in ipairs(task.args) do
+      local d
+      if a.pointer and args[i].count ~= base[i].count then
+        if a.role ~= "scratch" then
+          return nil, string.format(
+            "%s has %d elements at this point on %s, %d at the reference's: only a scratch buffer may change size with the point",
+            a.name, args[i].count, case.label, base[i].count)
+        end
+        d = { count = args[i].count }
+      elseif a.pointer and args[i].dtype ~= a.dtype then
+        return nil, string.format("%s's element type is %s at this point, the worker's is %s", a.name, tostring(args[i].dtype), a.dtype)
+      elseif not a.pointer and args[i].value ~= base[i].value then
+        d = { value = args[i].value }
+      end
+      if d then
+        out[case.label] = out[case.label] or {}
+        out[case.label][tostring(i)] = d
+      end
+    end
+  end
+  return out
 end
 
 M.STATIC_DATA_LIMIT = 2^20

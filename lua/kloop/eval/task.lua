@@ -49,27 +49,6 @@ local function launch_result_ok(r)
 end
 M.launch_result_ok = launch_result_ok
 
--- Distribution strings: uniform(a,b), normal(m,s), const(v), int(a,b).
-function M.parse_dist(s)
-  if type(s) ~= "string" then return nil end
-  local kind, a, b = s:match("^%s*(%a+)%s*%(%s*([^,%)]+)%s*,?%s*([^%)]*)%)%s*$")
-  a, b = tonumber(a), tonumber(b)
-  if kind == "uniform" and a and b and b > a then return { kind = "uniform", a = a, b = b } end
-  if kind == "normal" and a and b and b > 0 then return { kind = "normal", a = a, b = b } end
-  if kind == "const" and a then return { kind = "const", a = a, b = 0 } end
-  if kind == "int" and a and b and b >= a then return { kind = "int", a = a, b = b } end
-  return nil
-end
-
--- A second distribution for the same argument, so no kernel passes on one input shape
--- only: same centre, other shape.
-function M.second_dist(d)
-  if d.kind == "uniform" then return { kind = "normal", a = (d.a + d.b) / 2, b = (d.b - d.a) / 4 } end
-  if d.kind == "normal" then return { kind = "uniform", a = d.a - 2 * d.b, b = d.a + 2 * d.b } end
-  if d.kind == "int" then return { kind = "int", a = d.a, b = math.max(d.a, math.floor((d.a + d.b) / 2)) } end
-  return d
-end
-
 -- Loads the sidecar next to a .cu file (or the .lua itself) and checks every field.
 function M.load(target)
   local lua_path, cu_path
@@ -176,19 +155,15 @@ function M.check(t, file, cu_path)
     known_fields(file, field, a, M.FIELDS.arg, 2)
     check_type(file, field .. "[1] (name)", a[1], "string")
     check_type(file, field .. "[2] (type)", a[2], "string")
-    for _, flag in ipairs({ "input", "output", "inout" }) do
+    for _, flag in ipairs({ "input", "output", "inout", "scratch" }) do
       if a[flag] ~= nil then want(file, field .. "." .. flag, a[flag], "boolean", flag .. " = true") end
     end
     local ct = M.parse_ctype(a[2])
-    if not ct.dtype then
-      fail(file, field, "unknown type '" .. a[2] .. "'",
-        "use one of float, double, half, __nv_bfloat16, int, unsigned, int64_t, uint8_t (or pointers to them)")
-    end
     if params and M.normalize_ctype(params[i].ctype) ~= ct.ctype then
       fail(file, field, string.format("type %s does not match the kernel's parameter %d '%s %s'",
         ct.ctype, i, params[i].ctype, params[i].name), "make the sidecar and the kernel agree")
     end
-    local arg = { name = a[1], ctype = ct.ctype, dtype = ct.dtype, pointer = ct.pointer }
+    local arg = ctypes.check_arg(file, field, a, ct, t, M.default_point(t.params))
     if ct.pointer then
       if a.size == nil then fail(file, field .. ".size", "a buffer needs a size (elements)", 'add size = "N"') end
       want(file, field .. ".size", a.size, { "string", "number", "function" }, 'size = "N" (an expression, a number or a function)')
@@ -196,11 +171,19 @@ function M.check(t, file, cu_path)
         fail(file, field .. ".value", "a buffer has no value (value is for scalars)", "remove it; init says how a buffer is filled")
       end
       arg.size = guard(file, field .. ".size", a.size)
-      local flags = (a.input and 1 or 0) + (a.output and 1 or 0) + (a.inout and 1 or 0)
+      local flags = (a.input and 1 or 0) + (a.output and 1 or 0) + (a.inout and 1 or 0) + (a.scratch and 1 or 0)
       if flags > 1 then
-        fail(file, field, "give a buffer one role: input, output or inout", "keep one of input = true, output = true, inout = true")
+        fail(file, field, "give a buffer one role: input, output, inout or scratch",
+          "keep one of input = true, output = true, inout = true, scratch = true")
       end
-      if ct.const or a.input then
+      if a.scratch then
+        -- working memory (partial sums): poisoned and guarded, never compared, sized per point
+        if ct.const then fail(file, field, "a const pointer cannot be scratch", "drop const or the flag") end
+        if a.init ~= nil then
+          fail(file, field .. ".init", "a scratch buffer is not filled (kloop poisons it before every launch)", "remove init")
+        end
+        arg.role = "scratch"
+      elseif ct.const or a.input then
         -- declared: a plain `float *` the kernel only reads is checked unchanged like a const one
         arg.role = "input"
         if a.output or a.inout then fail(file, field, "a const pointer cannot be an output", "drop const or the flag") end
@@ -217,27 +200,11 @@ function M.check(t, file, cu_path)
         fail(file, field .. ".init", "an output buffer is not filled (kloop poisons it before every launch)",
           "remove init, or make it inout = true")
       end
-      if arg.role ~= "output" then
-        local init = a.init or "uniform(-1,1)"
-        want(file, field .. ".init", init, { "string", "table" }, 'init = "uniform(-1,1)" or a list of them')
-        local inits = type(init) == "table" and init or { init }
-        if type(init) == "table" then
-          check_list(init, field .. ".init", 'init = {"uniform(-1,1)", "normal(0,1)"}')
-          if #init == 0 then fail(file, field .. ".init", "the list is empty", 'init = {"uniform(-1,1)"}') end
-        end
-        arg.dists = {}
-        for j, s in ipairs(inits) do
-          local d = M.parse_dist(s)
-          if not d then
-            fail(file, field .. ".init", "cannot read distribution '" .. tostring(s) .. "'",
-              "use uniform(a,b), normal(mean,sd), int(a,b) or const(v)")
-          end
-          arg.dists[j] = d
-        end
-        if #arg.dists == 1 then arg.dists[2] = M.second_dist(arg.dists[1]) end
+      if arg.role ~= "output" and arg.role ~= "scratch" then
+        arg.dists = sizes.parse_inits(file, field .. ".init", a.init)
       end
     else
-      for _, k in ipairs({ "size", "init", "input", "output", "inout" }) do
+      for _, k in ipairs({ "size", "init", "input", "output", "inout", "scratch" }) do
         if a[k] ~= nil then
           fail(file, field .. "." .. k, string.format("scalar '%s' is not a buffer, so it takes no %s", a[1], k),
             'remove it (a scalar is the size of the same name, or value = "expression")')
@@ -316,7 +283,14 @@ function M.check(t, file, cu_path)
           fail(file, "reference", string.format("parameter %d '%s' should be %s (precision %s)", i, p.name,
             out_dtype == "f64" and "double*" or out_dtype, out_dtype))
         end
-      elseif pt.ctype ~= targ.ctype then
+      elseif targ.role == "scratch" then
+        -- (the reference's own working memory: the task's type or the reference precision)
+        if not pt.pointer or (pt.dtype ~= targ.dtype and pt.dtype ~= out_dtype) then
+          fail(file, "reference", string.format("parameter %d '%s' (scratch) should be a pointer to %s or %s", i, p.name,
+            targ.dtype, out_dtype))
+        end
+      elseif pt.ctype ~= targ.ctype and not (pt.pointer and targ.pointer and pt.dtype == targ.dtype) then
+        -- (a float* reference may read a float4 input: the same floats, lane by lane)
         fail(file, "reference", string.format("parameter %d '%s' is %s, the task says %s", i, p.name, pt.ctype, targ.ctype))
       end
     end
@@ -326,6 +300,8 @@ function M.check(t, file, cu_path)
     fail(file, "reference", "must be a table or \"baseline\", not " .. describe(ref), 'reference = {source = "x_ref.cu", entry = "x_ref"}')
   end
 
+  task.symbols = sizes.check_symbols(file, t.symbols, src, not task.reference.baseline and task.reference.source or nil,
+    task.backend)
   -- tolerance: tighten only; defaults documented in docs/TASKS.md
   local tol = t.tolerance or {}
   check_type(file, "tolerance", tol, "table", "tolerance = { rel = 1e-5 }")
@@ -338,8 +314,23 @@ function M.check(t, file, cu_path)
   if tol.deterministic ~= nil then
     one_of(file, "tolerance.deterministic", tol.deterministic, { "exact", "tolerance" }, 'deterministic = "exact"')
   end
+  -- the coarsest type an output is stored (or the reference computes) in bounds what
+  -- any kernel can meet: half rounding alone costs 4.9e-4, bfloat16's 3.9e-3
+  local coarse, coarse_t = 0, nil
+  for _, a in ipairs(task.args) do
+    local u = (a.role == "output" or a.role == "inout") and ctypes.ROUNDOFF[a.dtype] or 0
+    if u > coarse then coarse, coarse_t = u, a.elem end
+  end
+  local ru = ctypes.ROUNDOFF[task.reference.precision or ""] or 0
+  if ru > coarse then coarse, coarse_t = ru, "reference precision " .. task.reference.precision end
+  local rel_default = math.max(1e-5, 16 * coarse)
+  if tol.rel ~= nil and tol.rel < coarse then
+    fail(file, "tolerance.rel", string.format("%g is tighter than a %s output can meet: rounding to it alone costs up to %.2g",
+      tol.rel, coarse_t, coarse), string.format("remove it (the default for %s is %.2g) or give rel >= %.2g", coarse_t,
+      rel_default, coarse))
+  end
   task.tolerance = {
-    rel = tol.rel or 1e-5,          -- relative L2 norm of the error
+    rel = tol.rel or rel_default,   -- relative L2 norm of the error
     max_abs = tol.max_abs,          -- absolute bound per element (default: scaled, see verify)
     deterministic = tol.deterministic == nil and "exact" or tol.deterministic,
   }
@@ -462,9 +453,18 @@ function M.check(t, file, cu_path)
   if t.library ~= nil then task.library = require("kloop.eval.library").check_field(file, t.library, task) end
   -- every size and launch plan must evaluate now, not halfway through a run
   -- (at the default point: the first value of each parameter)
+  sizes.check_point_counts(task, p0)
   for _, case in ipairs(M.cases(task)) do
     plan.for_task(task, case.size, file, p0)
     M.concrete_args(task, case.size, p0)
+    local syms = M.concrete_symbols(task, case.size, p0)
+    for k, sy in ipairs(task.symbols) do
+      if syms[k].count ~= M.concrete_symbols(task, task.sizes.bench, p0)[k].count then
+        fail(file, "symbols[" .. k .. "].count", string.format("%s has %d elements at sizes.%s, %d at bench: a module declares one size",
+          sy.name, syms[k].count / sy.lanes, case.label, M.concrete_symbols(task, task.sizes.bench, p0)[k].count / sy.lanes),
+          "give it a count that does not depend on the sizes")
+      end
+    end
     if not case.bench then cost_at(M.with_params(case.size, p0), case.label:gsub("^check(%d+)", "check[%1]")) end
   end
   return task

@@ -6,6 +6,7 @@ local util = require("kloop.util")
 local sys = require("kloop.core.sys")
 local fields = require("kloop.eval.task_fields")
 local sidecar = require("kloop.eval.sidecar")
+local ctypes = require("kloop.eval.ctypes")
 
 local M = {}
 local fail = fields.fail
@@ -82,7 +83,10 @@ function M.concrete_args(task, size, params)
   for i, a in ipairs(task.args) do
     local field = "args[" .. i .. "]"
     if a.pointer then
-      out[i] = { count = M.eval_size(a.size, size, task.file, field .. ".size") }
+      -- count: scalar elements (a float4 buffer of n is 4n floats, docs/TASKS.md); elems: as the task counts them
+      local n = M.eval_size(a.size, size, task.file, field .. ".size")
+      local e = a.typed and M.element(task, i, size) or a
+      out[i] = { count = n * (e.lanes or 1), elems = n, lanes = e.lanes or 1, dtype = e.dtype, elem = e.elem }
     else
       local v
       if type(a.value) == "number" then v = a.value
@@ -90,6 +94,170 @@ function M.concrete_args(task, size, params)
       else v = size[a.name] end
       out[i] = { value = v }
     end
+  end
+  return out
+end
+
+-- The element type of args[i] at a point (sizes and parameters in one table): a record
+-- with dtype, lanes and elem (the type's name). Raises a TaskError naming the field.
+function M.element(task, i, point)
+  local a = task.args[i]
+  local ok, e, name = pcall(ctypes.element_at, a.ctype, a.type_fn, point)
+  local field = "args[" .. i .. "]" .. (a.type_fn ~= nil and ".type" or "")
+  if not ok then fail(task.file, field, tostring(type(e) == "table" and e.message or e)) end
+  if not e.dtype then
+    fail(task.file, field, string.format("unknown type '%s' at this point", tostring(name)), "use one of " .. ctypes.KNOWN)
+  end
+  if e.dtype ~= a.dtype then
+    fail(task.file, field, string.format("element %s (%s) at this point, %s (%s) at the default point: the scalar type may not change",
+      e.base, e.dtype, a.elem, a.dtype), "keep one scalar type (float and float4 are both float)")
+  end
+  return { dtype = e.dtype, lanes = e.lanes, elem = e.base }
+end
+
+-- Refuses a buffer other than scratch whose element count changes with a parameter
+-- (each parameter's values tried in turn at the bench size, the others at p0): the
+-- worker sizes inputs, outputs and references once, at the reference's point, so such a
+-- buffer could not be compared (docs/TASKS.md, "Sizes that depend on the point").
+local function unit(arg) return arg.lanes > 1 and arg.elem or "elements" end
+
+function M.check_point_counts(task, p0)
+  local bench = task.sizes.bench
+  local base = M.concrete_args(task, bench, p0)
+  local base_syms = M.concrete_symbols(task, bench, p0)
+  for _, k in ipairs(util.sorted_keys(task.params or {})) do
+    for _, v in ipairs(task.params[k]) do
+      local p = {}
+      for pk, pv in pairs(p0) do p[pk] = pv end
+      p[k] = v
+      -- (a point the constraint refuses is never run: float4 with VEC = 1, say)
+      local valid = not task.constraint or select(2, pcall(task.constraint, p)) == true
+      local ok, args, oks, syms = false, nil, false, nil
+      if valid then
+        ok, args = pcall(M.concrete_args, task, bench, p)
+        oks, syms = pcall(M.concrete_symbols, task, bench, p)
+      end
+      for s, sy in ipairs(oks and task.symbols or {}) do
+        if syms[s].count ~= base_syms[s].count then
+          fail(task.file, string.format("symbols[%d].count", s), string.format(
+            "%s has %d elements at %s = %s, %d at the default point: a symbol the reference reads cannot change size with a parameter",
+            sy.name, syms[s].count, k, tostring(v), base_syms[s].count), "size it by the sizes alone")
+        end
+      end
+      for i, a in ipairs(task.args) do
+        if ok and a.pointer and a.role ~= "scratch" and args[i].count ~= base[i].count then
+          fail(task.file, string.format("args[%d].size", i), string.format(
+            "%s has %d %s at %s = %s, %d %s at the default point: only a scratch buffer may change size with a parameter",
+            a.name, args[i].elems, unit(args[i]), k, tostring(v), base[i].elems, unit(base[i])),
+            a.role == "output" and "judge it by a check function and mark it scratch = true, or size it by the sizes alone"
+            or "size it by the sizes alone (a vector type's lanes may change: N / VEC float4 is N floats)")
+        end
+      end
+    end
+  end
+end
+
+-- Distribution strings: uniform(a,b), normal(m,s), const(v), int(a,b).
+function M.parse_dist(s)
+  if type(s) ~= "string" then return nil end
+  local kind, a, b = s:match("^%s*(%a+)%s*%(%s*([^,%)]+)%s*,?%s*([^%)]*)%)%s*$")
+  a, b = tonumber(a), tonumber(b)
+  if kind == "uniform" and a and b and b > a then return { kind = "uniform", a = a, b = b } end
+  if kind == "normal" and a and b and b > 0 then return { kind = "normal", a = a, b = b } end
+  if kind == "const" and a then return { kind = "const", a = a, b = 0 } end
+  if kind == "int" and a and b and b >= a then return { kind = "int", a = a, b = b } end
+  return nil
+end
+
+-- A second distribution for the same argument, so no kernel passes on one input shape
+-- only: same centre, other shape.
+function M.second_dist(d)
+  if d.kind == "uniform" then return { kind = "normal", a = (d.a + d.b) / 2, b = (d.b - d.a) / 4 } end
+  if d.kind == "normal" then return { kind = "uniform", a = d.a - 2 * d.b, b = d.a + 2 * d.b } end
+  if d.kind == "int" then return { kind = "int", a = d.a, b = math.max(d.a, math.floor((d.a + d.b) / 2)) } end
+  return d
+end
+
+-- A buffer's or symbol's `init` (nil: uniform(-1,1); a string or a list of them) as the
+-- list of distributions it is filled from, at least two (docs/TASKS.md).
+function M.parse_inits(file, field, init)
+  init = init or "uniform(-1,1)"
+  fields.want(file, field, init, { "string", "table" }, 'init = "uniform(-1,1)" or a list of them')
+  local inits = type(init) == "table" and init or { init }
+  if type(init) == "table" then
+    fields.check_list(file, init, field, 'init = {"uniform(-1,1)", "normal(0,1)"}')
+    if #init == 0 then fail(file, field, "the list is empty", 'init = {"uniform(-1,1)"}') end
+  end
+  local dists = {}
+  for j, s in ipairs(inits) do
+    local d = M.parse_dist(s)
+    if not d then
+      fail(file, field, "cannot read distribution '" .. tostring(s) .. "'", "use uniform(a,b), normal(mean,sd), int(a,b) or const(v)")
+    end
+    dists[j] = d
+  end
+  if #dists == 1 then dists[2] = M.second_dist(dists[1]) end
+  return dists
+end
+
+-- symbols (docs/TASKS.md, "Symbols filled from the host"): module-scope arrays the
+-- kernel declares (`__constant__ float filter[FW * FH];`, a `__device__` array, a C
+-- global on the host) that kloop fills per input set for the candidate and the
+-- reference alike. Returns the checked list ({name, ctype, dtype, lanes, count, dists}).
+function M.check_symbols(file, list, src, ref_src, backend)
+  if list == nil then return {} end
+  fields.check_type(file, "symbols", list, "table", 'symbols = { {"filter", "float", count = "FW*FH"} }')
+  fields.check_list(file, list, "symbols", 'symbols = { {"filter", "float", count = "FW*FH"} }')
+  local out, seen = {}, {}
+  for k, sy in ipairs(list) do
+    local field = "symbols[" .. k .. "]"
+    fields.check_type(file, field, sy, "table", '{"filter", "float", count = "FW*FH", init = "uniform(-1,1)"}')
+    fields.known_fields(file, field, sy, fields.FIELDS.symbol, 2)
+    fields.check_type(file, field .. "[1] (name)", sy[1], "string", '{"filter", "float", count = "FW*FH"}')
+    fields.check_type(file, field .. "[2] (type)", sy[2], "string", '{"filter", "float", count = "FW*FH"}')
+    local name = sy[1]
+    if not name:match("^[%a_][%w_]*$") then fail(file, field, "a symbol's name is an identifier, not " .. fields.describe(name)) end
+    if seen[name] then fail(file, field, "symbol '" .. name .. "' is declared twice", "keep one entry") end
+    seen[name] = true
+    local ct = ctypes.parse_ctype(sy[2])
+    if not ct.dtype or ct.pointer then
+      fail(file, field .. "[2] (type)", "unknown element type '" .. sy[2] .. "'",
+        "use one of " .. ctypes.KNOWN:gsub(" %(or pointers to them%)", ""))
+    end
+    if sy.count == nil then fail(file, field .. ".count", "a symbol needs a count (elements)", 'add count = "FW*FH"') end
+    fields.want(file, field .. ".count", sy.count, { "string", "number", "function" },
+      'count = "FW*FH" (an expression, a number or a function)')
+    -- declared at module scope under that name: `__constant__ float filter[...]` / `float filter[...]`
+    local pat = "[%s%*]" .. name .. "%s*[%[;=]"
+    local function declares(text)
+      local c = text:gsub("/%*.-%*/", " "):gsub("//[^\n]*", "")
+      local s = c:find(pat)
+      if not s then return false end
+      return backend == "host" or (c:sub(1, s):match("([^;{}]*)$") or ""):find("__constant__") ~= nil
+        or (c:sub(1, s):match("([^;{}]*)$") or ""):find("__device__") ~= nil
+    end
+    if not declares(src) then
+      fail(file, field, string.format("the kernel declares no %s '%s'",
+        backend == "host" and "global" or "__constant__ or __device__ symbol", name),
+        backend == "host" and ("declare it at file scope: " .. ct.base .. " " .. name .. "[...];")
+        or ("declare it at file scope: __constant__ " .. ct.base .. " " .. name .. "[...];"))
+    end
+    if ref_src and not declares(ref_src) then
+      fail(file, field, "the reference declares no symbol '" .. name .. "' (it must compute with the same values)",
+        "declare it in the reference's source too")
+    end
+    out[k] = { name = name, ctype = ct.ctype, dtype = ct.dtype, lanes = ct.lanes, elem = ct.base,
+      count = sidecar.guard(file, field .. ".count", sy.count), dists = M.parse_inits(file, field .. ".init", sy.init) }
+  end
+  return out
+end
+
+-- Each symbol's scalar element count at a size and point (like concrete_args' count).
+function M.concrete_symbols(task, size, params)
+  size = M.with_params(size, params)
+  local out = {}
+  for k, sy in ipairs(task.symbols or {}) do
+    out[k] = { count = M.eval_size(sy.count, size, task.file, "symbols[" .. k .. "].count") * sy.lanes }
   end
   return out
 end

@@ -78,6 +78,15 @@ function M.func(mod, entry)
   return fn[0]
 end
 
+-- A module-scope symbol (a __constant__ table the task fills): its device address (a
+-- number, like alloc's) and size in bytes, or nil, msg, fatal.
+local sym_ptr, sym_bytes = ffi.new("uint64_t[1]"), ffi.new("size_t[1]")
+function M.symbol(mod, name)
+  local ok, msg, fatal = check(C.kl_cuda_module_global(mod.ptr, name, sym_ptr, sym_bytes, err))
+  if not ok then return nil, msg, fatal end
+  return tonumber(sym_ptr[0]), tonumber(sym_bytes[0])
+end
+
 function M.attrs(fn)
   local a = ffi.new("kl_func_attrs")
   if C.kl_cuda_func_attrs(fn, a, err) ~= 0 then return {} end

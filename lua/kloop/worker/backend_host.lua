@@ -89,6 +89,15 @@ function M.func(mod, entry)
   return ffi.cast(M.ctype, p[0])
 end
 
+-- A global variable of the candidate's object (a table the task fills): its address (a
+-- number, like alloc's) and the size the object declares, or nil, msg.
+local sym_ptr, sym_bytes = ffi.new("void*[1]"), ffi.new("size_t[1]")
+function M.symbol(mod, name)
+  local ok, msg = check(C.kl_host_global(mod.ptr, name, sym_ptr, sym_bytes, err))
+  if not ok then return nil, msg end
+  return tonumber(ffi.cast("uintptr_t", sym_ptr[0])), tonumber(sym_bytes[0])
+end
+
 function M.attrs() return {} end
 function M.prepare_launch() return true end
 

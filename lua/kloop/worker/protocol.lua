@@ -19,6 +19,13 @@ local host_alloc = buf.host_alloc
 
 local function round4(b) return math.ceil(b / 4) * 4 end
 
+-- Roles (docs/TASKS.md): inputs and inouts are filled from the input sets; outputs and
+-- inouts are compared; outputs and scratch buffers are poisoned before every launch
+-- (scratch: working memory, never compared, sized per candidate where the point says).
+local function filled(a) return a.role == "input" or a.role == "inout" end
+local function compared(a) return a.role == "output" or a.role == "inout" end
+local function poisoned(a) return a.role == "output" or a.role == "scratch" end
+
 -- The worker's state for one task: inputs, reference outputs and device buffers per case.
 local state = nil
 
@@ -97,18 +104,23 @@ end
 -- the slots stay alive exactly as long as the array does.
 local anchors = setmetatable({}, { __mode = "k" })
 
--- Builds the kernel parameter array for a case from the live device buffers.
-local function build_params(spec, case, out_ptrs)
+-- Builds the kernel parameter array for a case from the live device buffers; with
+-- cand, the candidate's own scratch buffers and scalar values where its point differs
+-- from the reference's (req.args: load_candidate).
+local function build_params(spec, case, out_ptrs, cand)
   local n = #spec.args
   local params = ffi.new("void*[?]", math.max(n, 1))
   local keep = {}
+  local own = cand and cand.own and cand.own[case.label] or {}
   for i, a in ipairs(spec.args) do
     local slot
     if a.pointer then
-      local ptr = (out_ptrs and out_ptrs[i]) or case.dev[i]
+      local ptr = (out_ptrs and out_ptrs[i]) or (own[i] and own[i].buf and own[i].buf.ptr) or case.dev[i]
       slot = ffi.new("uint64_t[1]", ptr)
     else
-      slot = ffi.new(SCALAR_CT[a.dtype], case.args[i].value)
+      local v = own[i] and own[i].value
+      if v == nil then v = case.args[i].value end
+      slot = ffi.new(SCALAR_CT[a.dtype], v)
     end
     keep[i] = slot
     params[i - 1] = slot
@@ -126,12 +138,40 @@ local function launch_plan(be, kernels, params)
   return true
 end
 
--- Copies set `s` of a case's inputs into the live buffers (inputs and inouts).
+-- The candidates whose modules are loaded now (state.live; pruned at the next load).
+-- Their symbols get each input set's values and their own scratch buffers the poison
+-- alongside the case's buffers, so a launch of any of them (an A/B interleaves two)
+-- finds what it needs, whichever was loaded last.
+local function live_cands()
+  local out = {}
+  for cand in pairs(state.live) do
+    if cand.mod and cand.mod.ptr ~= nil and not cand.released then out[#out + 1] = cand end
+  end
+  return out
+end
+
+-- Copies set s's symbol values into each symbol of the given resolution ({ptr, bytes}).
+local function load_symbols(be, syms, set)
+  for k, sy in ipairs(syms or {}) do
+    local ok, msg, fatal = be.h2d(sy.ptr, set.symbols[k], sy.bytes)
+    if not ok then return nil, "symbol " .. state.spec.symbols[k].name .. ": " .. tostring(msg), fatal end
+  end
+  return true
+end
+
+-- Copies set `s` of a case's inputs into the live buffers (inputs and inouts), and its
+-- symbol values into every loaded candidate's module (docs/TASKS.md, "Symbols").
 local function load_inputs(be, spec, case, s)
   local set = case.sets[s]
   for i, a in ipairs(spec.args) do
-    if a.pointer and a.role ~= "output" then
+    if a.pointer and filled(a) then
       local ok, msg, fatal = be.d2d(case.dev[i], set.dev_inputs[i], round4(case.bytes[i]))
+      if not ok then return nil, msg, fatal end
+    end
+  end
+  if #(spec.symbols or {}) > 0 then
+    for _, cand in ipairs(live_cands()) do
+      local ok, msg, fatal = load_symbols(be, cand.syms, set)
       if not ok then return nil, msg, fatal end
     end
   end
@@ -140,12 +180,61 @@ end
 
 local function poison_outputs(be, spec, case)
   for i, a in ipairs(spec.args) do
-    if a.pointer and a.role == "output" then
+    if a.pointer and poisoned(a) then
       local ok, msg, fatal = be.fill32(case.dev[i], buf.poison_word(a.dtype), round4(case.bytes[i]) / 4)
       if not ok then return nil, msg, fatal end
     end
   end
+  for _, cand in ipairs(live_cands()) do
+    for i, o in pairs(cand.own and cand.own[case.label] or {}) do
+      if o.buf then
+        local ok, msg, fatal = be.fill32(o.buf.ptr, buf.poison_word(spec.args[i].dtype), o.buf.used / 4)
+        if not ok then return nil, msg, fatal end
+      end
+    end
+  end
   return true
+end
+
+-- Resolves the task's symbols in a loaded module: a list of {ptr, bytes}, or nil, why,
+-- fatal. A missing symbol or one of another size than the task declares is refused.
+local function resolve_symbols(be, mod, spec)
+  local out = {}
+  for k, sy in ipairs(spec.symbols or {}) do
+    if not be.symbol then return nil, "this backend cannot fill symbols" end
+    local ptr, bytes, fatal = be.symbol(mod, sy.name)
+    if not ptr then return nil, tostring(bytes), fatal end
+    local want = sy.count * buf.dtype_size(sy.dtype)
+    if bytes ~= want then
+      return nil, string.format("symbol '%s' is %d bytes in the module, the task declares %d elements of %s (%d bytes) (symbols[%d])",
+        sy.name, bytes, sy.count, sy.dtype, want, k)
+    end
+    out[k] = { ptr = ptr, bytes = bytes }
+  end
+  return out
+end
+
+-- What is checked after each launch of a case: the guards of its buffers and of the
+-- live candidates' own scratch buffers, and its inputs' digests (rebuilt when a
+-- candidate brings or drops buffers of its own).
+local function build_case_regions(spec, case)
+  local items, guards = {}, {}
+  for i, a in ipairs(spec.args) do
+    local b = case.bufs[i]
+    if b then
+      for _, g in ipairs(b.guards) do items[#items + 1], guards[#guards + 1] = g, g end -- (none with guards = false)
+      if a.role == "input" then
+        items[#items + 1] = { ptr = b.ptr, nwords = b.used / 4, mode = REGION.digest, seed = state.dseed, input = i, buf = b }
+      end
+    end
+  end
+  for _, cand in ipairs(state.live and live_cands() or {}) do
+    for _, o in pairs(cand.own and cand.own[case.label] or {}) do
+      for _, g in ipairs(o.buf and o.buf.guards or {}) do items[#items + 1], guards[#guards + 1] = g, g end
+    end
+  end
+  case.guard_regions = region_list(guards)
+  case.launch_regions = region_list(items)
 end
 
 -- Sets up the task: fresh inputs from the run secret, reference outputs in higher
@@ -165,7 +254,12 @@ function M.setup(be, spec, ref_cubin)
     ref_fn, msg = be.func(ref_mod, spec.reference.entry)
     if not ref_fn then return nil, "reference: " .. msg end
   end
-  state = { spec = spec, cases = {}, bufs = {}, guard_seed = spec.guard_seed or 0, check = check_fn }
+  state = { spec = spec, cases = {}, bufs = {}, guard_seed = spec.guard_seed or 0, check = check_fn, live = {} }
+  local ref_syms
+  if ref_mod then
+    ref_syms, msg = resolve_symbols(be, ref_mod, spec)
+    if not ref_syms then state = nil return nil, "reference: " .. msg end
+  end
   state.dseed = region_seed(0)
   state.oseed = region_seed(-1)
   if spec.guards ~= false then -- (without guard zones there is no pattern to write)
@@ -190,10 +284,19 @@ function M.setup(be, spec, ref_cubin)
       end
     end
     for s = 1, spec.nsets do
-      local set = { host_inputs = {}, hashes = {}, digests = {}, dev_inputs = {}, bufs = {}, refs = {}, ref_rms = {} }
+      local set = { host_inputs = {}, hashes = {}, digests = {}, dev_inputs = {}, bufs = {}, refs = {}, ref_rms = {},
+        symbols = {} }
       case.sets[s] = set
+      -- the symbols' values of this set (seeds after the arguments'), for candidate and reference alike
+      for k, sy in ipairs(spec.symbols or {}) do
+        local h = host_alloc(round4(sy.count * buf.dtype_size(sy.dtype)))
+        if not h or not buf.fill(h, sy.dtype, sy.count, sy.dists[(s - 1) % #sy.dists + 1], cs.seeds[s][#spec.args + k]) then
+          return fail("cannot fill symbol " .. sy.name)
+        end
+        set.symbols[k] = h
+      end
       for i, a in ipairs(spec.args) do
-        if a.pointer and a.role ~= "output" then
+        if a.pointer and filled(a) then
           local count = cs.args[i].count
           local used = round4(math.max(case.bytes[i], 4))
           local h = host_alloc(used)
@@ -219,10 +322,15 @@ function M.setup(be, spec, ref_cubin)
       -- The reference writes its own (higher precision) output buffers.
       local ok, err = true, nil
       if not no_ref then ok, err = load_inputs(be, spec, case, s) end
+      if ok and not no_ref then ok, err = load_symbols(be, ref_syms, set) end
       if not ok then return fail(err) end
       local ref_out = {}
       for i, a in ipairs(no_ref and {} or spec.args) do
-        if a.pointer and a.role ~= "input" then
+        if a.pointer and a.role == "scratch" then
+          -- the reference's own working memory, in its type or the task's: never read back
+          local bytes = cs.args[i].count * math.max(buf.dtype_size(ref_dtype), buf.dtype_size(a.dtype))
+          ref_out[i] = assert(be.alloc(round4(math.max(bytes, 4))))
+        elseif a.pointer and a.role ~= "input" then
           local bytes = cs.args[i].count * buf.dtype_size(ref_dtype)
           ref_out[i] = assert(be.alloc(round4(bytes)))
           set.refs[i] = { bytes = bytes }
@@ -245,11 +353,20 @@ function M.setup(be, spec, ref_cubin)
       local params = build_params(spec, case, ref_out)
       local kernels = {}
       for k, p in ipairs(no_ref and {} or cs.ref_plan) do
-        kernels[k] = { fn = ref_fn, grid = p.grid, block = p.block, smem = p.smem }
-        be.prepare_launch(ref_fn, p.smem)
+        -- (a reference plan of several kernels names each: a two-stage reduction's)
+        local fn = ref_fn
+        if p.entry and p.entry ~= spec.reference.entry then
+          fn, msg = be.func(ref_mod, p.entry)
+          if not fn then return fail("reference: " .. tostring(msg)) end
+        end
+        kernels[k] = { fn = fn, grid = p.grid, block = p.block, smem = p.smem }
+        be.prepare_launch(fn, p.smem)
       end
       if not no_ref then ok, err = launch_plan(be, kernels, params) end
       if ok and not no_ref then ok, err = be.sync() end
+      for i, a in ipairs(spec.args) do
+        if a.role == "scratch" and ref_out[i] then be.free(ref_out[i]) end
+      end
       if not ok then return fail("reference failed on " .. cs.label .. ": " .. err) end
       for i, r in pairs(set.refs) do
         local h = host_alloc(r.bytes)
@@ -274,7 +391,7 @@ function M.setup(be, spec, ref_cubin)
   for _, case in ipairs(state.cases) do
     for i, a in ipairs(spec.args) do
       if a.pointer then maxb = math.max(maxb, round4(case.bytes[i])) end
-      if a.pointer and a.role ~= "input" then outb[i] = math.max(outb[i] or 4, round4(case.bytes[i])) end
+      if a.pointer and compared(a) then outb[i] = math.max(outb[i] or 4, round4(case.bytes[i])) end
     end
   end
   state.scratch = { host_alloc(maxb), host_alloc(maxb) }
@@ -289,26 +406,13 @@ function M.setup(be, spec, ref_cubin)
   -- after each candidate (every guard, every input original, the backend's own state).
   local all = {}
   for _, case in ipairs(state.cases) do
-    local items, guards = {}, {}
-    for i, a in ipairs(spec.args) do
-      local b = case.bufs[i]
-      if b then
-        for _, g in ipairs(b.guards) do -- (none with guards = false)
-          items[#items + 1], guards[#guards + 1], all[#all + 1] = g, g, g
-        end
-        if a.role == "input" then
-          items[#items + 1] = { ptr = b.ptr, nwords = b.used / 4, mode = REGION.digest, seed = state.dseed,
-            input = i, buf = b }
-        end
-      end
-    end
-    case.guard_regions = region_list(guards)
-    case.launch_regions = region_list(items)
+    build_case_regions(spec, case)
+    for _, r in ipairs(case.guard_regions.items) do all[#all + 1] = r end
     -- the outputs' digests (kloop's region check, keyed by a seed of the run secret): a
     -- repeat or timed launch whose outputs hash like the verified ones is bit-identical
     local outs = {}
     for i, a in ipairs(spec.args) do
-      if a.pointer and a.role ~= "input" then
+      if a.pointer and compared(a) then
         outs[#outs + 1] = { ptr = case.dev[i], nwords = round4(math.max(case.bytes[i], 4)) / 4, mode = REGION.digest,
           seed = state.oseed }
       end
@@ -463,7 +567,7 @@ local function check_outputs(be, spec, case, s, phase)
   local set = case.sets[s]
   local tol = spec.tolerance
   for i, a in ipairs(spec.args) do
-    if a.pointer and a.role ~= "input" then
+    if a.pointer and compared(a) then
       local host = state.check_out and state.check_out[i] or state.scratch[1]
       local ok, msg, fatal = be.d2h(host, case.dev[i], case.bytes[i])
       if not ok then return verdict(fatal and "crashed" or "launch_error", msg), fatal end
@@ -516,6 +620,12 @@ end
 
 -- A read-only, 0-based view of n elements of host memory p (x[i], #x, x.n).
 local function accessor(p, dtype, n, what)
+  if dtype == "f16" or dtype == "bf16" then
+    -- read as float64: half and bfloat16 have no C type here
+    local wide = host_alloc(8 * math.max(n, 1))
+    if not wide or not buf.convert(p, dtype, wide, "f64", n) then error("the check cannot widen " .. what, 0) end
+    p, dtype = wide, "f64"
+  end
   local ct = SCALAR_CT[dtype]
   if not ct then error(string.format("the check cannot read %s: no accessor for %s", what, tostring(dtype)), 0) end
   local v = ffi.cast((ct:gsub("%[1%]", "*")), p)
@@ -585,14 +695,83 @@ local function run_once(be, spec, case, s, kernels, params)
   return nil
 end
 
--- Loads a candidate module and resolves every kernel of every case's plan.
--- Returns cand = {mod, plans = {label -> kernels}, resources}, or nil, verdict table.
+-- Lets go of the candidates whose modules are unloaded: their own buffers are freed and
+-- the cases' region lists rebuilt without them.
+local function prune_live(be)
+  local keep, dropped = {}, false
+  for cand in pairs(state.live) do
+    if cand.mod and cand.mod.ptr ~= nil then
+      keep[cand] = true
+    else
+      cand.released = true
+      for _, per in pairs(cand.own or {}) do
+        for _, o in pairs(per) do
+          if o.buf then
+            be.free(o.buf.base)
+            for k, b in ipairs(state.bufs) do if b == o.buf then table.remove(state.bufs, k) break end end
+            dropped = true
+          end
+        end
+      end
+    end
+  end
+  state.live = keep
+  return dropped
+end
+
+-- A candidate's own arguments where its point differs from the reference's (req.args,
+-- kloop.eval.evaluator's point_args: {label -> {"i" -> {count} or {value}}}): a guarded
+-- scratch buffer of its count, or a scalar value. Returns true, or nil, msg, fatal.
+local function own_args(be, cand, req)
+  cand.own = {}
+  for label, per in pairs(req.args or {}) do
+    local case
+    for _, c in ipairs(state.cases) do if c.label == label then case = c end end
+    if not case then return nil, "req.args names no case " .. tostring(label) end
+    cand.own[label] = {}
+    for key, d in pairs(per) do
+      local i = tonumber(key)
+      local a = state.spec.args[i]
+      if not a then return nil, "req.args names no argument " .. tostring(key) end
+      if d.count ~= nil then
+        if a.role ~= "scratch" then return nil, a.name .. " is not scratch: its size cannot change with the point" end
+        local b, msg, fatal = alloc_guarded(be, d.count * buf.dtype_size(a.dtype),
+          string.format("%s (%s, %d elements at this candidate's point)", a.name, label, d.count))
+        if not b then return nil, msg, fatal end
+        local ok, m2, f2 = fill_guards(be, b)
+        if not ok then return nil, m2, f2 end
+        cand.own[label][i] = { buf = b }
+      else
+        cand.own[label][i] = { value = d.value }
+      end
+    end
+  end
+  return true
+end
+
+-- Loads a candidate module and resolves every kernel of every case's plan, its symbols
+-- and its own arguments (own_args). Returns cand = {mod, plans = {label -> kernels},
+-- resources, syms, own}, or nil, verdict table.
 local function load_candidate(be, req)
+  local dropped = prune_live(be)
   local mod, msg, fatal = be.load(req.cubin)
   if not mod then
     return nil, { verdict = fatal and "crashed" or "launch_error", reason = "module load: " .. msg, fatal = fatal }
   end
   local cand = { mod = mod, plans = {}, resources = {}, req = req }
+  local syms, serr, sfatal = resolve_symbols(be, mod, state.spec)
+  local ok0, oerr, ofatal = true, nil, nil
+  if syms then ok0, oerr, ofatal = own_args(be, cand, req) end
+  if not syms or not ok0 then
+    be.unload(mod)
+    state.live[cand] = true -- (its own buffers go at the next prune)
+    return nil, { verdict = (sfatal or ofatal) and "crashed" or "launch_error", reason = serr or oerr, fatal = sfatal or ofatal }
+  end
+  cand.syms = syms
+  state.live[cand] = true
+  if dropped or next(req.args or {}) then
+    for _, case in ipairs(state.cases) do build_case_regions(state.spec, case) end
+  end
   local fns = {}
   for _, case in ipairs(state.cases) do
     local p = req.plans[case.label]
@@ -633,6 +812,9 @@ local function reload_for_timing(be, cand, case)
   local mod, msg, fatal = be.load(cand.req.cubin, cand.mod.image)
   if not mod then return nil, verdict(fatal and "crashed" or "launch_error", "module reload: " .. tostring(msg)), fatal end
   cand.mod = mod
+  local syms, serr, sfatal = resolve_symbols(be, mod, state.spec)
+  if not syms then return nil, verdict(sfatal and "crashed" or "launch_error", "module reload: " .. tostring(serr)), sfatal end
+  cand.syms = syms
   local kernels = {}
   for k, l in ipairs(cand.req.plans[case.label]) do
     local fn, m2, f2 = be.func(mod, l.entry)
@@ -701,7 +883,7 @@ local function verify(be, spec, cand, scope)
   scope = scope or {}
   for _, case in ipairs(scope.cases or state.cases) do
     local kernels = cand.plans[case.label]
-    local params = build_params(spec, case)
+    local params = build_params(spec, case, nil, cand)
     for s = 1, scope.nsets or spec.nsets do
       local v, fatal = run_once(be, spec, case, s, kernels, params)
       if not v then v, fatal = check_launch(be, spec, case, s) end
@@ -724,7 +906,7 @@ local function verify(be, spec, cand, scope)
       repeat_needed = not same_digests(d, cand.digests[case.label][last])
     end
     for i, a in ipairs(repeat_needed and spec.args or {}) do
-      if a.pointer and a.role ~= "input" then
+      if a.pointer and compared(a) then
         be.d2h(state.scratch[2], case.dev[i], case.bytes[i])
         local v, fatal = run_once(be, spec, case, last, kernels, params)
         if not v then v, fatal = check_launch(be, spec, case, nil, "repeat") end
@@ -808,7 +990,7 @@ local function warm_up(be, spec, case, cands, params, timing)
       if not kernels then return c, rv, rf end
     end
     local ok, m, fatal = prepare_rep(be, spec, case, 1, timing.flush)
-    if ok then ok, m, fatal = launch_plan(be, kernels, params) end
+    if ok then ok, m, fatal = launch_plan(be, kernels, cand.params or params) end
     if ok then ok, m, fatal = be.sync() end
     if not ok then return c, verdict(fatal and "crashed" or "launch_error", "warm-up launch: " .. tostring(m)), fatal end
     local v, f2 = check_launch(be, spec, case, nil, "warm-up launch")
@@ -842,6 +1024,9 @@ local function time_interleaved(be, spec, cands, timing)
   timing = timing or {}
   local case = bench_case()
   local params = build_params(spec, case)
+  for _, cand in ipairs(cands) do
+    if cand.own and cand.own[case.label] then cand.params = build_params(spec, case, nil, cand) end
+  end
   local paired = #cands == 2
   local min_reps = math.max(timing.min_reps or 5, paired and stats.PAIRED_MIN_REPS or 1)
   local max_reps = math.max(timing.max_reps or 500, min_reps)
@@ -873,7 +1058,7 @@ local function time_interleaved(be, spec, cands, timing)
         kernels, rv, rf = reload_for_timing(be, cand, case)
         if not kernels then return nil, c, rv, rf end
       end
-      local ms, v, fatal = timed_rep(be, spec, case, kernels, params, s, timing.flush)
+      local ms, v, fatal = timed_rep(be, spec, case, kernels, cand.params or params, s, timing.flush)
       if not ms then return nil, c, v, fatal end
       samples[c][r] = ms
       -- on a backend that checks regions on the device, every repetition's inputs and
@@ -975,7 +1160,7 @@ local function profile(be, req)
   if result then be.unload(cand.mod) return result end
   local case = bench_case()
   local kernels = cand.plans[case.label]
-  local params = build_params(spec, case)
+  local params = build_params(spec, case, nil, cand)
   local out = { verdict = "ok", resources = cand.resources, case = case.label, launches = {} }
   for k, l in ipairs(req.plans[case.label]) do
     out.launches[k] = { entry = l.entry, grid = l.grid, block = l.block, smem = l.smem }

@@ -5,16 +5,35 @@ local M = { name = "sim", info = { name = "sim", arch = "sim" }, launches = 0 }
 M.fail_next = nil -- set to {msg=, fatal=} to make the next launch fail
 
 function M.init() return M.info end
+-- A module's `globals = {name = bytes}` are its symbols (a __constant__ table): host
+-- memory per load, zeroed, which its kernels get as a fourth argument {name -> address}.
 function M.load(path)
   local chunk, err = loadfile(path)
   if not chunk then return nil, err end
-  return { kernels = chunk() }
+  local mod = { kernels = chunk(), globals = {}, sizes = {}, ptr = true }
+  for name, bytes in pairs(mod.kernels.globals or {}) do
+    local p = M.alloc(bytes)
+    require("ffi").fill(require("ffi").cast("uint8_t*", p), bytes)
+    mod.globals[name], mod.sizes[name] = p, bytes
+  end
+  return mod
 end
-function M.unload() end
+function M.unload(mod)
+  if not mod then return end
+  for name, p in pairs(mod.globals or {}) do M.free(p) mod.globals[name] = nil end
+  mod.ptr = nil
+end
 function M.func(mod, entry)
-  local fn = mod.kernels[entry]
+  local fn = entry ~= "globals" and mod.kernels[entry]
   if not fn then return nil, "kernel '" .. entry .. "' not found" end
-  return fn
+  -- (a module without globals gets its kernel itself: sim_evaluator's clock turns the JIT off for it)
+  if next(mod.globals) == nil then return fn end
+  jit.off(fn)
+  return function(params, grid, block) return fn(params, grid, block, mod.globals) end
+end
+function M.symbol(mod, name)
+  if not mod.globals[name] then return nil, "symbol '" .. name .. "' not found in the module (simulated)" end
+  return mod.globals[name], mod.sizes[name]
 end
 function M.attrs() return { registers = 1 } end
 function M.prepare_launch(fn, smem)
