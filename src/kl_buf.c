@@ -298,6 +298,12 @@ void kl_guard_fill(void *p, size_t nwords, uint64_t seed) {
   for (size_t i = 0; i < nwords; i++) w[i] = kl_guard_word(i, seed);
 }
 
+void kl_buf_mask(void *dst, const void *src, size_t nwords, uint64_t seed) {
+  uint32_t *d = dst;
+  const uint32_t *w = src;
+  for (size_t i = 0; i < nwords; i++) d[i] = w[i] ^ kl_guard_word(i, seed);
+}
+
 uint64_t kl_digest(const void *p, size_t nwords, uint64_t seed) {
   const uint32_t *w = p;
   uint64_t acc = 0;

@@ -284,6 +284,17 @@ typedef struct kl_region_result {
 
 uint32_t kl_guard_word(uint64_t i, uint64_t seed);
 void kl_guard_fill(void *p, size_t nwords, uint64_t seed);
+/* What the GPU's comparison kernel (kloop_compare, lua/kloop/eval/worker_client.lua)
+   writes per block of elements: kl_buf_compare's sums, counts and firsts for that block;
+   the worker merges them in block order. */
+typedef struct kl_cmp_part {
+  double err2, ref2, refmax, maxerr, worst_out, worst_ref;
+  int64_t n_unwritten, first_unwritten, n_nonfinite, first_nonfinite, n_bad, first_bad, worst_index;
+} kl_cmp_part;
+
+/* dst = src XOR the guard pattern of seed, word by word (its own inverse): a reference
+   kept on the device masked, so a candidate that finds it reads no values. */
+void kl_buf_mask(void *dst, const void *src, size_t nwords, uint64_t seed);
 uint64_t kl_digest(const void *p, size_t nwords, uint64_t seed);
 /* Checks regions of host memory (the host backend; the reference for the GPU kernel). */
 void kl_regions_check(const kl_region *r, int n, kl_region_result *out);
@@ -441,5 +452,33 @@ int kl_blas_create(void **handle, int *version, int *math_mode, kl_err *err);
 int kl_blas_destroy(void *handle);
 /* Row-major C[m,n] = A[m,k] B[k,n], float32, alpha 1, beta 0, on the default stream. */
 int kl_blas_sgemm_rm(void *handle, int m, int n, int k, uint64_t a, uint64_t b, uint64_t c, kl_err *err);
+
+/* Remote workers: `kloop --worker-remote SOCK BACKEND` relays its fds 3/4 to a kloop-mpi
+   socket (kl_relay.c). After a hello line ("kloop-relay 1 BACKEND PREFIX,PREFIX,...\n")
+   the proxy writes the driver's bytes to the socket as they come; the far side answers in
+   chunks: one type byte, a 4-byte little-endian length, the payload. */
+typedef enum kl_relay_chunk {
+  KL_RELAY_DATA = 68,   /* 'D': reply-channel bytes, for fd 4 */
+  KL_RELAY_OUTPUT = 79, /* 'O': the worker's stdout/stderr, for the proxy's stderr */
+  KL_RELAY_END = 69     /* 'E': the worker ended: int32 kind, int32 code, then words */
+} kl_relay_chunk;
+typedef enum kl_relay_end_kind {
+  KL_RELAY_EXITED = 0,   /* code: its exit status */
+  KL_RELAY_SIGNALED = 1, /* code: the signal */
+  KL_RELAY_LOST = 2      /* the connection ended without an END chunk (a rank died) */
+} kl_relay_end_kind;
+typedef struct kl_relay_end {
+  int kind; /* a kl_relay_end_kind */
+  int code;
+  char what[256]; /* how it ended, in words */
+} kl_relay_end;
+/* Connects to sock_path, sends hello, relays in_fd -> socket and the socket's chunks ->
+   out_fd / log_fd until either side ends; fills end. Blocks; returns KL_OK once the
+   connection is over (however it ended), an error when it could not connect. */
+int kl_relay_run(const char *sock_path, const char *hello, int in_fd, int out_fd, int log_fd,
+                 kl_relay_end *end, kl_err *err);
+/* Ends this process by signo (default action, no core dump): a proxy mirrors its
+   remote worker's death so the driver's message names the signal. Returns only if it could not. */
+int kl_relay_die(int signo);
 
 #endif

@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 # The build, then what the tests use: busted (specs), cram (CLI transcripts), luacheck and
 # clang-format (tests/lint), chromium (renders the HTML report headless in its test).
 pkgs=(build-essential cmake pkg-config libluajit-5.1-dev lua-cjson-dev libcurl4-openssl-dev
-      libsqlite3-dev sqlite3 libedit2 lua-busted python3-cram lua-check clang-format chromium)
+      libsqlite3-dev sqlite3 libedit2 lua-busted python3-cram lua-check clang-format chromium
+      openmpi-bin libopenmpi-dev) # Open MPI: the optional kloop-mpi launcher and its tests (docs/SCALE.md)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -538,3 +538,77 @@ describe("kloop.protocol: outputs checked by digest", function()
     assert(protocol.setup(sim, SPEC, REF))
   end)
 end)
+
+-- Outputs compared on the device (issue 15): the reference kept there masked, guarded
+-- and checked with the worker's state; the verdicts and their evidence as on the host.
+describe("kloop.protocol: comparison on the device", function()
+  local min0
+  setup(function()
+    min0 = protocol.DEVICE_COMPARE_MIN
+    protocol.DEVICE_COMPARE_MIN = 1
+  end)
+  teardown(function()
+    protocol.DEVICE_COMPARE_MIN = min0
+    sim.device_compare = true
+    assert(protocol.setup(sim, SPEC, REF))
+  end)
+
+  local BODIES = {
+    ok = [[gemm = function(p) g.gemm(g.args(p)) end]],
+    wrong = [[gemm = function(p) local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C); C[5] = C[5] + 0.5 end]],
+    unwritten = [[gemm = function(p) local M, N, K, A, B, C = g.args(p)
+      local keep = C[3]; g.gemm(M, N, K, A, B, C); C[3] = keep end]],
+    nan = [[gemm = function(p) local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C); C[2] = 0/0 end]],
+  }
+
+  it("gives the host's verdicts and evidence, without reading the outputs back", function()
+    for _, name in ipairs({ "ok", "wrong", "unwritten", "nan" }) do
+      sim.device_compare = false
+      assert(protocol.setup(sim, SPEC, REF))
+      local host = evaluate(BODIES[name])
+      sim.device_compare = true
+      assert(protocol.setup(sim, SPEC, REF))
+      local n0 = sim.compares_on_device
+      local dev = evaluate(BODIES[name])
+      assert.is_true(sim.compares_on_device > n0, name .. ": not compared on the device")
+      assert.are.equal(name, dev.verdict, dev.reason)
+      assert.are.equal(host.verdict, dev.verdict)
+      if name ~= "ok" then
+        assert.are.equal(host.reason, dev.reason)
+        assert.are.equal(host.evidence.index, dev.evidence.index)
+      end
+    end
+  end)
+
+  it("keeps the reference masked: a kernel that copies it into its output is wrong", function()
+    sim.device_compare = true
+    assert(protocol.setup(sim, SPEC, REF))
+    local st = protocol.debug_state()
+    local r = st.cases[3].sets[1].refs[6]
+    assert.is_table(r.dev_buf, "the bench reference is not on the device")
+    local ffi = require("ffi")
+    local dev, host = ffi.cast("double*", r.dev_buf.ptr), ffi.cast("double*", r.host)
+    local same = 0
+    for k = 0, 255 do if dev[k] == host[k] then same = same + 1 end end
+    assert.is_true(same < 4, same .. " of 256 reference values readable on the device")
+    local v = evaluate([[gemm = function(p) local M, N, K, A, B, C = g.args(p)
+      local st = require("kloop.worker.protocol").debug_state()
+      local ref = st.cases[3].sets[1].refs[6].dev_buf
+      if M == 16 then local d = ffi.cast("double*", ref.ptr) for i = 0, M * N - 1 do C[i] = d[i] end
+      else g.gemm(M, N, K, A, B, C) end end]])
+    -- (masked words read as floats are garbage: NaNs among them)
+    assert.is_true(v.verdict == "wrong" or v.verdict == "nan", v.verdict .. ": " .. tostring(v.reason))
+  end)
+
+  it("catches a kernel that overwrites the reference, and restores it for the next candidate", function()
+    sim.device_compare = true
+    assert(protocol.setup(sim, SPEC, REF))
+    local v = evaluate([[gemm = function(p) local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C)
+      local st = require("kloop.worker.protocol").debug_state()
+      ffi.cast("uint32_t*", st.cases[3].sets[2].refs[6].dev_buf.ptr)[7] = 0 end]])
+    assert.are.equal("out_of_bounds", v.verdict, v.reason)
+    assert.matches("kloop's reference of C", v.reason, 1, true)
+    local ok = evaluate(BODIES.ok)
+    assert.are.equal("ok", ok.verdict, ok.reason)
+  end)
+end)

@@ -171,6 +171,8 @@ function M.main(argv)
       return require("kloop.cli.version").main({})
     elseif a == "--worker" then
       return require("kloop.worker.main").main({ unpack(argv, i + 1) })
+    elseif a == "--worker-remote" then
+      return require("kloop.worker.remote").main({ unpack(argv, i + 1) })
     elseif a == "-e" then
       if not argv[i + 1] then return usage_error("-e needs a Lua chunk") end
       chunks[#chunks + 1] = argv[i + 1]

@@ -20,6 +20,15 @@ function M.dtype_size(dtype) return tonumber(C.kl_dtype_size(M.DTYPE[dtype])) en
 -- The 32-bit pattern an output of this dtype is poisoned with.
 function M.poison_word(dtype) return C.kl_poison_word(M.DTYPE[dtype]) end
 
+-- The raw bits of one poisoned element of a 4- or 8-byte dtype (uint64_t cdata): what a
+-- comparison on the device tests each element against.
+function M.poison_pattern(dtype)
+  local tmp = ffi.new("uint64_t[1]")
+  C.kl_buf_poison(tmp, 8, C.kl_poison_word(M.DTYPE[dtype]))
+  if C.kl_dtype_size(M.DTYPE[dtype]) == 8 then return tmp[0] end
+  return ffi.cast("uint64_t", ffi.cast("uint32_t*", tmp)[0])
+end
+
 -- A 64-byte aligned host buffer (uint8_t*) freed by the GC, or nil when out of memory.
 function M.host_alloc(bytes)
   local p = C.kl_host_alloc(math.max(bytes, 4))
@@ -62,6 +71,9 @@ function M.first_diff(a, b, dtype, n) return tonumber(C.kl_buf_first_diff(a, b, 
 
 -- Writes nwords of a guard pattern (from seed) into host memory p.
 function M.guard_fill(p, nwords, seed) C.kl_guard_fill(p, nwords, seed) end
+
+-- dst = src masked with the guard pattern of seed (kl_buf_mask; applying it twice restores src).
+function M.mask(dst, src, nwords, seed) C.kl_buf_mask(dst, src, nwords, seed) end
 
 -- The digest of nwords of p, as a region check computes it (uint64_t cdata).
 function M.digest(p, nwords, seed) return C.kl_digest(p, nwords, seed) end

@@ -68,6 +68,78 @@ extern "C" __global__ void kloop_check_regions(const kl_region *regs, kl_region_
 }
 ]]
 
+-- The bulk comparison on the GPU (kl_buf_compare in src/kl_buf.c is the same on the
+-- host): each block takes a contiguous chunk of elements and writes its sums, counts
+-- and firsts (kl_cmp_part); the worker merges the blocks in order. The reference is
+-- kept on the device masked word by word with a guard pattern of the run secret
+-- (kl_buf_mask); the seed is a launch parameter of this kernel only, so a candidate
+-- that finds the reference's memory reads no values there.
+M.compare_source = [[
+struct kl_cmp_part {
+  double err2, ref2, refmax, maxerr, worst_out, worst_ref;
+  long long n_unw, first_unw, n_nonfin, first_nonfin, n_bad, first_bad, worst_index;
+};
+__device__ __forceinline__ unsigned kl_fmix32(unsigned h) {
+  h ^= h >> 16; h *= 0x85EBCA6Bu; h ^= h >> 13; h *= 0xC2B2AE35u; h ^= h >> 16; return h;
+}
+__device__ __forceinline__ unsigned kl_mask_word(unsigned long long i, unsigned long long seed) {
+  unsigned k = kl_fmix32((unsigned)i * 0x9E3779B1u + (unsigned)(i >> 32) * 0x7FEB352Du + (unsigned)seed);
+  return kl_fmix32(k ^ (unsigned)(seed >> 32));
+}
+__device__ void kl_first(long long &n, long long &first, long long bn, long long bfirst) {
+  if (bn && (!n || bfirst < first)) first = bfirst;
+  n += bn;
+}
+__device__ void kl_merge(kl_cmp_part &a, const kl_cmp_part &b) {
+  a.err2 += b.err2; a.ref2 += b.ref2; a.refmax = fmax(a.refmax, b.refmax);
+  kl_first(a.n_unw, a.first_unw, b.n_unw, b.first_unw);
+  kl_first(a.n_nonfin, a.first_nonfin, b.n_nonfin, b.first_nonfin);
+  kl_first(a.n_bad, a.first_bad, b.n_bad, b.first_bad);
+  if (b.worst_index >= 0 && (a.worst_index < 0 || b.maxerr > a.maxerr ||
+      (b.maxerr == a.maxerr && b.worst_index < a.worst_index))) {
+    a.maxerr = b.maxerr; a.worst_index = b.worst_index; a.worst_out = b.worst_out; a.worst_ref = b.worst_ref;
+  }
+}
+extern "C" __global__ void __launch_bounds__(256) kloop_compare(const void *out, int out_f64, const unsigned *ref,
+    int ref_f64, unsigned long long n, double atol, double rtol, unsigned long long pat, int check_poison,
+    unsigned long long seed, unsigned long long chunk, kl_cmp_part *parts) {
+  __shared__ kl_cmp_part sh[256];
+  kl_cmp_part p = {0, 0, 0, 0, 0, 0, 0, -1, 0, -1, 0, -1, -1};
+  unsigned long long lo = blockIdx.x * chunk, hi = lo + chunk < n ? lo + chunk : n;
+  for (unsigned long long i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+    double o, r;
+    unsigned long long raw;
+    if (out_f64) { raw = ((const unsigned long long *)out)[i]; o = __longlong_as_double((long long)raw); }
+    else { unsigned w = ((const unsigned *)out)[i]; raw = w; o = (double)__uint_as_float(w); }
+    if (ref_f64) {
+      unsigned a = ref[2 * i] ^ kl_mask_word(2 * i, seed), b = ref[2 * i + 1] ^ kl_mask_word(2 * i + 1, seed);
+      r = __longlong_as_double((long long)(((unsigned long long)b << 32) | a));
+    } else {
+      r = (double)__uint_as_float(ref[i] ^ kl_mask_word(i, seed));
+    }
+    bool rfin = isfinite(r);
+    if (rfin) { p.ref2 += r * r; p.refmax = fmax(p.refmax, fabs(r)); }
+    if (check_poison && raw == pat) { if (p.n_unw++ == 0) p.first_unw = (long long)i; continue; }
+    if (!rfin || !isfinite(o)) {
+      bool same = !rfin && ((isnan(r) && isnan(o)) || (isinf(r) && o == r));
+      if (!same && p.n_nonfin++ == 0) p.first_nonfin = (long long)i;
+      continue;
+    }
+    double e = fabs(o - r);
+    p.err2 += e * e;
+    if (e > atol + rtol * fabs(r) && p.n_bad++ == 0) p.first_bad = (long long)i;
+    if (p.worst_index < 0 || e > p.maxerr) { p.maxerr = e; p.worst_index = (long long)i; p.worst_out = o; p.worst_ref = r; }
+  }
+  sh[threadIdx.x] = p;
+  __syncthreads();
+  for (int s = 128; s > 0; s >>= 1) {
+    if (threadIdx.x < s) kl_merge(sh[threadIdx.x], sh[threadIdx.x + s]);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) parts[blockIdx.x] = sh[0];
+}
+]]
+
 -- How long one request may take, and where that figure comes from. A fixed deadline
 -- (the run's --deadline, else the task's) wins; otherwise, once the baseline has been
 -- timed, it follows from the work: the launches the request makes, each estimated from
@@ -241,7 +313,8 @@ function W:start()
   local own = {} -- kloop's own kernels the CUDA worker needs: the L2 flush and the state check
   if self:backend() == "cuda" then
     for _, k in ipairs({ { "flush", M.flush_source, "kloop_l2_flush.cu", "L2 flush" },
-                         { "check", M.check_source, "kloop_check_regions.cu", "state-check" } }) do
+                         { "check", M.check_source, "kloop_check_regions.cu", "state-check" },
+                         { "compare", M.compare_source, "kloop_compare.cu", "comparison" } }) do
       local j = compile.compile(k[2], { arch = self.arch, name = k[3] })
       if not j.ok then
         self:kill()
@@ -253,7 +326,8 @@ function W:start()
   local t0 = sys.now()
   local r
   r, kind, msg = self:request({ op = "setup", spec = self.task_spec, ref_cubin = self.ref_job and self.ref_job.cubin_path,
-    flush_cubin = own.flush, check_cubin = own.check }, 900)
+    flush_cubin = own.flush, check_cubin = own.check,
+    compare_cubin = self.opts.device_compare ~= false and own.compare or nil }, 900)
   if not r then return nil, "task setup failed (" .. kind .. "): " .. msg end
   if not r.ok then self:kill() return nil, "task setup failed: " .. tostring(r.error) end
   self.setup_seconds = sys.now() - t0
@@ -279,6 +353,12 @@ function W:run_request(req)
   end
   if not reply then
     self.restarts = self.restarts + 1
+    local tail = self:output_tail()
+    if self.opts.worker_argv and tail:find(require("kloop.worker.remote").LOST_MARK, 1, true) then
+      -- a remote worker's host (its MPI rank) failed, not the candidate: retried elsewhere
+      return nil, { verdict = "launch_error", infrastructure = true, output_tail = tail,
+        reason = "the remote worker was lost (" .. msg .. "): " .. (tail:match("connection lost: ([^\n]*)") or "?") }
+    end
     if msg:find("signal 31", 1, true) then
       msg = msg .. ": the sandbox stopped a forbidden system call (exec, fork, sockets, signals to other processes,"
         .. " file writes or metadata changes: docs/SECURITY.md)"

@@ -76,7 +76,8 @@ function M.build(ctx, eval)
   local evs = { ctx.ev }
   for k = 2, count do evs[k] = eval.new(task, with({ device = devices and devices[k] or nil })) end
   for _, sock in ipairs(remote) do
-    evs[#evs + 1] = eval.new(task, with({ worker_argv = { sys.exe_path() or "kloop", "--worker-remote", sock,
+    -- (a rank shows each of its workers one GPU, as device 0: docs/SCALE.md)
+    evs[#evs + 1] = eval.new(task, with({ device = 0, worker_argv = { sys.exe_path() or "kloop", "--worker-remote", sock,
       task.backend } }))
   end
   ctx.pool = pool.new(evs)

@@ -333,6 +333,70 @@ function M.check_regions(arr, n, out)
   return ok, msg, fatal
 end
 
+-- The comparison kernel (kloop.eval.worker_client's compare_source, compiled by the
+-- parent) and its partial-results buffer; path nil: none, outputs are compared on the host.
+M.max_compare_blocks = 1024
+function M.set_compare_kernel(path)
+  if not path then M.compare_fn = nil return true end
+  if M.compare_fn then return true end
+  local mod, msg = M.load(path)
+  if not mod then return nil, "comparison kernel: " .. msg end
+  local fn, ferr = M.func(mod, "kloop_compare")
+  if not fn then return nil, "comparison kernel: " .. ferr end
+  local parts, e2 = M.alloc(M.max_compare_blocks * ffi.sizeof("kl_cmp_part"))
+  if not parts then return nil, "comparison kernel: " .. tostring(e2) end
+  M.compare_mod, M.compare_fn, M.compare_parts = mod, fn, parts
+  M.compare_host = ffi.new("kl_cmp_part[?]", M.max_compare_blocks)
+  return true
+end
+
+-- Compares n elements of out (dtype f32 or f64, device) with the masked reference ref
+-- (f32 or f64, device; kl_buf_mask with seed) as kl_buf_compare does on the host: the
+-- same fields (counts, firsts, worst, norms), merged from the blocks in order. Returns
+-- the table, or nil, msg, fatal.
+local part_args = {}
+function M.compare_device(out, out_dtype, ref, ref_dtype, n, atol, rtol, pat, check_poison, seed)
+  if not M.compare_fn then return nil, "no comparison kernel" end
+  local nb = math.max(1, math.min(M.max_compare_blocks, math.ceil(n / (256 * 16))))
+  local chunk = math.ceil(n / nb)
+  local a = part_args
+  a[1] = ffi.new("uint64_t[1]", out)
+  a[2] = ffi.new("int[1]", out_dtype == "f64" and 1 or 0)
+  a[3] = ffi.new("uint64_t[1]", ref)
+  a[4] = ffi.new("int[1]", ref_dtype == "f64" and 1 or 0)
+  a[5] = ffi.new("uint64_t[1]", n)
+  a[6] = ffi.new("double[1]", atol)
+  a[7] = ffi.new("double[1]", rtol)
+  a[8] = ffi.new("uint64_t[1]", pat)
+  a[9] = ffi.new("int[1]", check_poison and 1 or 0)
+  a[10] = ffi.new("uint64_t[1]", seed)
+  a[11] = ffi.new("uint64_t[1]", chunk)
+  a[12] = ffi.new("uint64_t[1]", M.compare_parts)
+  local params = ffi.new("void*[12]", a)
+  local ok, msg, fatal = M.launch(M.compare_fn, { nb, 1, 1 }, { 256, 1, 1 }, 0, params)
+  if ok then ok, msg, fatal = M.d2h(M.compare_host, M.compare_parts, nb * ffi.sizeof("kl_cmp_part")) end
+  if not ok then return nil, msg, fatal end
+  local r = { n_unwritten = 0, first_unwritten = -1, n_nonfinite = 0, first_nonfinite = -1, n_bad = 0, first_bad = -1,
+    worst_index = -1, max_abs_err = 0, worst_out = 0, worst_ref = 0, ref_max_abs = 0 }
+  local err2, ref2 = 0, 0
+  for b = 0, nb - 1 do
+    local q = M.compare_host[b]
+    err2, ref2 = err2 + q.err2, ref2 + q.ref2
+    if q.refmax > r.ref_max_abs then r.ref_max_abs = q.refmax end
+    for _, f in ipairs({ "unwritten", "nonfinite", "bad" }) do
+      local cnt = tonumber(q["n_" .. f])
+      if cnt > 0 and r["n_" .. f] == 0 then r["first_" .. f] = tonumber(q["first_" .. f]) end
+      r["n_" .. f] = r["n_" .. f] + cnt
+    end
+    local wi = tonumber(q.worst_index)
+    if wi >= 0 and (r.worst_index < 0 or q.maxerr > r.max_abs_err) then
+      r.max_abs_err, r.worst_index, r.worst_out, r.worst_ref = q.maxerr, wi, q.worst_out, q.worst_ref
+    end
+  end
+  r.err_norm, r.ref_norm = math.sqrt(err2), math.sqrt(ref2)
+  return r
+end
+
 -- The backend's own device state a candidate could reach: the L2 flush scratch (zeros).
 function M.state_regions()
   if not M.flush_ptr then return {} end

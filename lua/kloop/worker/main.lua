@@ -57,6 +57,10 @@ function M.main(args)
             local okc2, cerr = be.set_check_kernel(req.check_cubin)
             if not okc2 then return { ok = false, error = cerr } end
           end
+          if be.set_compare_kernel then -- (without one, outputs are compared on the host)
+            local okc3, cerr3 = be.set_compare_kernel(req.compare_cubin)
+            if not okc3 then return { ok = false, error = cerr3 } end
+          end
           local r, err = protocol.setup(be, req.spec, req.ref_cubin)
           if not r then return { ok = false, error = err } end
           r.ok = true

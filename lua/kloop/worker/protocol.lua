@@ -237,6 +237,36 @@ local function build_case_regions(spec, case)
   case.launch_regions = region_list(items)
 end
 
+-- Outputs of at least this many elements are compared on the device where the backend
+-- can (be.compare_device): the reference stays there, masked (kl_buf_mask with a seed
+-- of the run secret), guarded, and checked with kloop's state after every candidate.
+M.DEVICE_COMPARE_MIN = 65536
+local DEVICE_DTYPES = { f32 = true, f64 = true }
+
+local function device_compare_on(be)
+  return be.compare_device ~= nil and be.device_compare_ready ~= nil and be.device_compare_ready()
+end
+
+-- Keeps reference r (of arg a, case cs, set s) on the device when it is compared there.
+local function keep_on_device(be, a, cs, s, r)
+  if state.check or not device_compare_on(be) or not DEVICE_DTYPES[a.dtype] or not DEVICE_DTYPES[r.dtype]
+      or (r.count or 0) < M.DEVICE_COMPARE_MIN then
+    return true
+  end
+  local used = round4(r.bytes)
+  local masked = host_alloc(used)
+  if not masked then return nil, "out of host memory for the reference's masked copy" end
+  ffi.fill(masked, used)
+  buf.mask(masked, r.host, r.bytes / 4, state.mseed)
+  local b, err = alloc_guarded(be, r.bytes, string.format("kloop's reference of %s (%s, set %d)", a.name, cs.label, s))
+  if not b then return nil, "allocating the reference on the device: " .. tostring(err) end
+  local ok, e2 = fill_guards(be, b)
+  if ok then ok, e2 = be.h2d(b.ptr, masked, used) end
+  if not ok then return nil, e2 end
+  r.dev_buf, r.masked, r.dev_digest = b, masked, buf.digest(masked, used / 4, state.dseed)
+  return true
+end
+
 -- Sets up the task: fresh inputs from the run secret, reference outputs in higher
 -- precision, guarded device buffers, and the digests of every input (host truth that
 -- the device copies are checked against). spec is the concrete task (see kloop.eval).
@@ -262,6 +292,7 @@ function M.setup(be, spec, ref_cubin)
   end
   state.dseed = region_seed(0)
   state.oseed = region_seed(-1)
+  state.mseed = region_seed(-3) -- the mask of the references kept on the device
   if spec.guards ~= false then -- (without guard zones there is no pattern to write)
     state.guard_tmp = host_alloc(GUARD_MAX + 256)
     if not state.guard_tmp then free_state(be) return nil, "out of host memory for guard patterns" end
@@ -375,12 +406,15 @@ function M.setup(be, spec, ref_cubin)
         if not ok then return fail(err) end
         r.host = h
         r.dtype = ref_dtype
+        r.count = cs.args[i].count
         -- rms of the reference, for the scale of the per-element bound
         local cmp = buf.compare(h, ref_dtype, h, ref_dtype, cs.args[i].count, 0, 0, false)
         set.ref_rms[i] = cmp.ref_norm / math.sqrt(math.max(1, cs.args[i].count))
         if cmp.n_nonfinite > 0 then
           return fail(string.format("the reference wrote NaN/Inf on %s (element %d)", cs.label, tonumber(cmp.first_nonfinite)))
         end
+        local okd, derr = keep_on_device(be, spec.args[i], cs, s, r)
+        if not okd then return fail(derr) end
       end
     end
   end
@@ -423,6 +457,14 @@ function M.setup(be, spec, ref_cubin)
         for _, g in ipairs(b.guards) do all[#all + 1] = g end
         all[#all + 1] = { ptr = b.ptr, nwords = b.used / 4, mode = REGION.digest, seed = state.dseed,
           expect = set.digests[i], buf = b, original = true }
+      end
+      for _, r in pairs(set.refs) do
+        local b = r.dev_buf
+        if b then
+          for _, g in ipairs(b.guards) do all[#all + 1] = g end
+          all[#all + 1] = { ptr = b.ptr, nwords = b.used / 4, mode = REGION.digest, seed = state.dseed,
+            expect = r.dev_digest, buf = b, original = true }
+        end
       end
     end
   end
@@ -526,6 +568,12 @@ function M.restore_state(be)
         local ok, msg = be.h2d(b.ptr, set.host_inputs[i], b.used)
         if not ok then return nil, msg end
       end
+      for _, r in pairs(set.refs) do
+        if r.dev_buf then
+          local ok, msg = be.h2d(r.dev_buf.ptr, r.masked, r.dev_buf.used)
+          if not ok then return nil, msg end
+        end
+      end
     end
   end
   if be.restore_state then
@@ -568,16 +616,26 @@ local function check_outputs(be, spec, case, s, phase)
   local tol = spec.tolerance
   for i, a in ipairs(spec.args) do
     if a.pointer and compared(a) then
-      local host = state.check_out and state.check_out[i] or state.scratch[1]
-      local ok, msg, fatal = be.d2h(host, case.dev[i], case.bytes[i])
-      if not ok then return verdict(fatal and "crashed" or "launch_error", msg), fatal end
-      -- no reference (a check in its place): the outputs against themselves, for the
-      -- unwritten elements only; the check judges the values
-      local ref = set.refs[i] or { host = host, dtype = a.dtype }
       local count = case.args[i].count
       local rms = set.ref_rms[i] or 0
       local max_abs = tol.max_abs or (64 * tol.rel * math.max(rms, 1e-30))
-      local cmp = buf.compare(host, a.dtype, ref.host, ref.dtype, count, max_abs, 64 * tol.rel, true)
+      local ref = set.refs[i]
+      local cmp
+      if ref and ref.dev_buf and device_compare_on(be) then
+        -- on the device, against the masked reference: nothing read back
+        local m2, f2
+        cmp, m2, f2 = be.compare_device(case.dev[i], a.dtype, ref.dev_buf.ptr, ref.dtype, count, max_abs, 64 * tol.rel,
+          buf.poison_pattern(a.dtype), true, state.mseed)
+        if not cmp then return verdict(f2 and "crashed" or "launch_error", "comparison on the device: " .. tostring(m2)), f2 end
+      else
+        local host = state.check_out and state.check_out[i] or state.scratch[1]
+        local ok, msg, fatal = be.d2h(host, case.dev[i], case.bytes[i])
+        if not ok then return verdict(fatal and "crashed" or "launch_error", msg), fatal end
+        -- no reference (a check in its place): the outputs against themselves, for the
+        -- unwritten elements only; the check judges the values
+        ref = ref or { host = host, dtype = a.dtype }
+        cmp = buf.compare(host, a.dtype, ref.host, ref.dtype, count, max_abs, 64 * tol.rel, true)
+      end
       local rel = cmp.ref_norm > 0 and cmp.err_norm / cmp.ref_norm or cmp.err_norm
       -- the words of a verdict are built only when there is one
       if cmp.n_unwritten > 0 or cmp.n_nonfinite > 0 or rel > tol.rel or cmp.n_bad > 0 then

@@ -101,6 +101,21 @@ function M.launch(fn, grid, block, smem, params)
   return true
 end
 function M.sync() return true end
+-- The comparison on the "device" (kloop.worker.backend_cuda's compare_device): the masked
+-- reference unmasked into a host copy, then the host comparison. M.device_compare = false
+-- makes the protocol compare on the host, as without a comparison kernel.
+local buf = require("kloop.core.buf")
+local ffi = require("ffi")
+M.device_compare = true
+M.compares_on_device = 0
+function M.device_compare_ready() return M.device_compare end
+function M.compare_device(out, out_dtype, ref, ref_dtype, n, atol, rtol, _, check_poison, seed)
+  M.compares_on_device = M.compares_on_device + 1
+  local bytes = n * buf.dtype_size(ref_dtype)
+  local plain = buf.host_alloc(math.ceil(bytes / 4) * 4)
+  buf.mask(plain, ffi.cast("void*", ref), math.ceil(bytes / 4), seed)
+  return buf.compare(ffi.cast("void*", out), out_dtype, plain, ref_dtype, n, atol, rtol, check_poison)
+end
 function M.flush_cache() return true end
 local t0, t1
 function M.timer_start() collectgarbage("collect") M.timing = true t0 = os.clock() return true end

@@ -1,0 +1,19 @@
+#!/bin/sh
+# tests/mpi/relay.sh: remote workers through kloop-mpi, below the driver: verdicts against
+# local workers, a crash, a hang killed on the far side (relay.lua), a rank killed
+# mid-evaluation (rank_death.lua).
+set -u
+. "$(dirname "$0")/common.sh"
+# a variable the worker ranks have that no worker may see (env_probe.c)
+export KLOOP_MPI_TEST_SECRET=leak-me
+$MPIRUN -n 2 "$BUILD/kloop-mpi" tests/mpi/relay.lua tests/adversarial/host/sgemm_small.lua >"$WORK/relay.out" 2>&1
+rc=$?
+quiet_pmix <"$WORK/relay.out"
+grep -q "relay: all checks passed" "$WORK/relay.out" || fail "relay.lua (mpirun status $rc)"
+$MPIRUN -n 3 "$BUILD/kloop-mpi" --rank-timeout 2 tests/mpi/rank_death.lua tests/adversarial/host/sgemm_small.lua \
+  >"$WORK/death.out" 2>&1
+rc=$?
+quiet_pmix <"$WORK/death.out"
+grep -q "rank_death: all checks passed" "$WORK/death.out" || fail "rank_death.lua (mpirun status $rc)"
+grep -q "kloop-mpi: rank 2 lost" "$WORK/death.out" || fail "kloop-mpi did not say that rank 2 was lost"
+echo "mpi relay: passed"
