@@ -174,6 +174,49 @@ static void store_int(void *dst, kl_dtype t, size_t i, int64_t x) {
   }
 }
 
+/* ---- parts on several threads ----
+   Large buffers are processed in parts of a fixed size on up to 16 threads (this one
+   included; a thread that cannot be started is no loss). Results are kept per part and
+   combined in part order by the caller, so they never depend on the thread count. */
+
+#define KL_PART ((size_t)1 << 20) /* elements (or words) per part; a multiple of CHUNK */
+#define KL_MAX_THREADS 16
+
+typedef void (*part_fn)(void *ctx, size_t part);
+typedef struct part_pool {
+  part_fn fn;
+  void *ctx;
+  size_t nparts;
+  size_t next; /* taken with __atomic_fetch_add */
+} part_pool;
+
+static void *part_worker(void *arg) {
+  part_pool *pool = arg;
+  for (;;) {
+    size_t i = __atomic_fetch_add(&pool->next, 1, __ATOMIC_RELAXED);
+    if (i >= pool->nparts) return NULL;
+    pool->fn(pool->ctx, i);
+  }
+}
+
+static void run_parts(part_fn fn, void *ctx, size_t nparts) {
+  part_pool pool = {fn, ctx, nparts, 0};
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  size_t want = cpus > 1 ? (size_t)cpus : 1;
+  if (want > KL_MAX_THREADS) want = KL_MAX_THREADS;
+  if (want > nparts) want = nparts;
+  pthread_t th[KL_MAX_THREADS];
+  size_t started = 0;
+  for (size_t t = 1; t < want; t++) {
+    if (pthread_create(&th[started], NULL, part_worker, &pool) != 0) break;
+    started++;
+  }
+  part_worker(&pool);
+  for (size_t t = 0; t < started; t++) pthread_join(th[t], NULL);
+}
+
+static size_t nparts_of(size_t n) { return n >= 2 * KL_PART ? (n + KL_PART - 1) / KL_PART : 1; }
+
 /* ---- fill ---- */
 
 static inline uint64_t mix64(uint64_t z) {
@@ -190,24 +233,24 @@ static inline uint64_t ctr_rand(uint64_t key, uint64_t i) {
 
 static inline double u01(uint64_t r) { return (double)(int64_t)(r >> 11) * 0x1.0p-53; } /* [0,1) */
 
-int kl_buf_fill(void *p, kl_dtype t, size_t n, kl_dist d, double a, double b, uint64_t seed) {
-  if (kl_dtype_size(t) == 0) return KL_EINVAL;
-  if (d != KL_DIST_UNIFORM && d != KL_DIST_NORMAL && d != KL_DIST_CONST && d != KL_DIST_INT) return KL_EINVAL;
-  if (n == 0) return KL_OK;
-  if (!p) return KL_EINVAL;
-  double lo = 0, span = 0;
-  if (d == KL_DIST_INT) {
-    lo = ceil(a);
-    double hi = floor(b);
-    if (!(hi >= lo)) return KL_EINVAL; /* empty range, or NaN bounds */
-    span = hi - lo + 1;
-  }
-  uint64_t key = mix64(seed ^ UINT64_C(0x6B6C6F6F70627566)); /* "kloopbuf" */
+typedef struct fill_job {
+  void *p;
+  kl_dtype t;
+  size_t n;
+  kl_dist d;
+  double a, b, lo, span;
+  uint64_t key;
+} fill_job;
+
+/* Elements [lo, hi) of a fill; lo is a multiple of CHUNK (normal pairs never straddle). */
+static void fill_range(const fill_job *f, size_t lo_i, size_t hi_i) {
   double v[CHUNK];
-  for (size_t off = 0; off < n; off += CHUNK) {
-    size_t k = n - off < CHUNK ? n - off : CHUNK;
+  double a = f->a, b = f->b;
+  uint64_t key = f->key;
+  for (size_t off = lo_i; off < hi_i; off += CHUNK) {
+    size_t k = hi_i - off < CHUNK ? hi_i - off : CHUNK;
     size_t i;
-    switch (d) {
+    switch (f->d) {
     case KL_DIST_UNIFORM:
       for (i = 0; i < k; i++) v[i] = a + (b - a) * u01(ctr_rand(key, off + i));
       break;
@@ -227,14 +270,40 @@ int kl_buf_fill(void *p, kl_dtype t, size_t n, kl_dist d, double a, double b, ui
       break;
     case KL_DIST_INT:
       for (i = 0; i < k; i++) {
-        double x = floor(u01(ctr_rand(key, off + i)) * span);
-        if (x >= span) x = span - 1; /* u*span can round up to span for huge spans */
-        v[i] = lo + x;
+        double x = floor(u01(ctr_rand(key, off + i)) * f->span);
+        if (x >= f->span) x = f->span - 1; /* u*span can round up to span for huge spans */
+        v[i] = f->lo + x;
       }
       break;
     }
-    store_chunk(p, t, off, v, k);
+    store_chunk(f->p, f->t, off, v, k);
   }
+}
+
+static void fill_part(void *ctx, size_t part) {
+  const fill_job *f = ctx;
+  size_t lo = part * KL_PART, hi = lo + KL_PART < f->n ? lo + KL_PART : f->n;
+  fill_range(f, lo, hi);
+}
+
+int kl_buf_fill(void *p, kl_dtype t, size_t n, kl_dist d, double a, double b, uint64_t seed) {
+  if (kl_dtype_size(t) == 0) return KL_EINVAL;
+  if (d != KL_DIST_UNIFORM && d != KL_DIST_NORMAL && d != KL_DIST_CONST && d != KL_DIST_INT) return KL_EINVAL;
+  if (n == 0) return KL_OK;
+  if (!p) return KL_EINVAL;
+  double lo = 0, span = 0;
+  if (d == KL_DIST_INT) {
+    lo = ceil(a);
+    double hi = floor(b);
+    if (!(hi >= lo)) return KL_EINVAL; /* empty range, or NaN bounds */
+    span = hi - lo + 1;
+  }
+  /* counter-based: element i depends only on seed and i, so parts on several threads
+     give the same bytes as one pass */
+  fill_job f = {p, t, n, d, a, b, lo, span, mix64(seed ^ UINT64_C(0x6B6C6F6F70627566))}; /* "kloopbuf" */
+  size_t np = nparts_of(n);
+  if (np == 1) fill_range(&f, 0, n);
+  else run_parts(fill_part, &f, np);
   return KL_OK;
 }
 
@@ -298,16 +367,53 @@ void kl_guard_fill(void *p, size_t nwords, uint64_t seed) {
   for (size_t i = 0; i < nwords; i++) w[i] = kl_guard_word(i, seed);
 }
 
-void kl_buf_mask(void *dst, const void *src, size_t nwords, uint64_t seed) {
-  uint32_t *d = dst;
-  const uint32_t *w = src;
-  for (size_t i = 0; i < nwords; i++) d[i] = w[i] ^ kl_guard_word(i, seed);
+typedef struct word_job {
+  uint32_t *dst;
+  const uint32_t *src;
+  size_t nwords;
+  uint64_t seed;
+  uint64_t *sums; /* digest: one per part */
+  size_t nparts;
+} word_job;
+
+/* Words [lo, hi) of part `part` (the last part, or the only one, runs to the end). */
+static void word_range(const word_job *j, size_t part, size_t *lo, size_t *hi) {
+  *lo = part * KL_PART;
+  *hi = part + 1 >= j->nparts ? j->nwords : *lo + KL_PART;
 }
 
-uint64_t kl_digest(const void *p, size_t nwords, uint64_t seed) {
-  const uint32_t *w = p;
+static void mask_part(void *ctx, size_t part) {
+  const word_job *j = ctx;
+  size_t lo, hi;
+  word_range(j, part, &lo, &hi);
+  for (size_t i = lo; i < hi; i++) j->dst[i] = j->src[i] ^ kl_guard_word(i, j->seed);
+}
+
+void kl_buf_mask(void *dst, const void *src, size_t nwords, uint64_t seed) {
+  word_job j = {dst, src, nwords, seed, NULL, nparts_of(nwords)};
+  run_parts(mask_part, &j, j.nparts);
+}
+
+static void digest_part(void *ctx, size_t part) {
+  const word_job *j = ctx;
+  size_t lo, hi;
+  word_range(j, part, &lo, &hi);
   uint64_t acc = 0;
-  for (size_t i = 0; i < nwords; i++) acc += fmix32(w[i] ^ pos_key(i, seed));
+  for (size_t i = lo; i < hi; i++) acc += fmix32(j->src[i] ^ pos_key(i, j->seed));
+  j->sums[part] = acc;
+}
+
+/* A sum, so the parts' sums add up to exactly what one pass gives. */
+uint64_t kl_digest(const void *p, size_t nwords, uint64_t seed) {
+  size_t np = nparts_of(nwords);
+  uint64_t one = 0;
+  uint64_t *sums = np > 1 ? calloc(np, sizeof *sums) : NULL;
+  if (!sums) np = 1;
+  word_job j = {NULL, p, nwords, seed, sums ? sums : &one, np};
+  run_parts(digest_part, &j, np);
+  uint64_t acc = 0;
+  for (size_t k = 0; k < np; k++) acc += j.sums[k];
+  free(sums);
   return acc;
 }
 
@@ -457,25 +563,9 @@ static void compare_range(cmp_part *p) {
   }
 }
 
-/* Large comparisons run in parts of a fixed size, merged in order, so the result does
-   not depend on how many threads there were (or whether any could be started). */
-#define CMP_PART ((size_t)1 << 20)
-#define CMP_MAX_THREADS 16
-
-typedef struct cmp_pool {
-  cmp_part *parts;
-  size_t nparts;
-  size_t next; /* taken with __atomic_fetch_add */
-} cmp_pool;
-
-static void *compare_worker(void *arg) {
-  cmp_pool *pool = arg;
-  for (;;) {
-    size_t i = __atomic_fetch_add(&pool->next, 1, __ATOMIC_RELAXED);
-    if (i >= pool->nparts) return NULL;
-    compare_range(&pool->parts[i]);
-  }
-}
+/* Large comparisons run in parts (run_parts), merged in order, so the result does not
+   depend on how many threads there were. */
+static void compare_part(void *ctx, size_t part) { compare_range(&((cmp_part *)ctx)[part]); }
 
 int kl_buf_compare(const void *out, kl_dtype out_t, const void *ref, kl_dtype ref_t, size_t n, double atol,
                    double rtol, uint32_t poison, int check_poison, kl_cmp *res) {
@@ -497,7 +587,7 @@ int kl_buf_compare(const void *out, kl_dtype out_t, const void *ref, kl_dtype re
     for (size_t j = 0; j < period; j++) pat[j] = raw_bits(buf + j * os, os);
   }
   cmp_part one = {out, ref, out_t, ref_t, os, period, 0, n, atol, rtol, check_poison, pat, 0, 0, 0, 0, {0}};
-  size_t nparts = n >= 2 * CMP_PART ? (n + CMP_PART - 1) / CMP_PART : 1;
+  size_t nparts = nparts_of(n);
   cmp_part *parts = nparts > 1 ? calloc(nparts, sizeof *parts) : NULL;
   if (!parts) {
     nparts = 1;
@@ -506,22 +596,10 @@ int kl_buf_compare(const void *out, kl_dtype out_t, const void *ref, kl_dtype re
   } else {
     for (size_t i = 0; i < nparts; i++) {
       parts[i] = one;
-      parts[i].lo = i * CMP_PART;
-      parts[i].hi = i + 1 == nparts ? n : (i + 1) * CMP_PART;
+      parts[i].lo = i * KL_PART;
+      parts[i].hi = i + 1 == nparts ? n : (i + 1) * KL_PART;
     }
-    cmp_pool pool = {parts, nparts, 0};
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    size_t want = cpus > 1 ? (size_t)cpus : 1;
-    if (want > CMP_MAX_THREADS) want = CMP_MAX_THREADS;
-    if (want > nparts) want = nparts;
-    pthread_t th[CMP_MAX_THREADS];
-    size_t started = 0;
-    for (size_t t = 1; t < want; t++) { /* this thread works too; a thread not started is no loss */
-      if (pthread_create(&th[started], NULL, compare_worker, &pool) != 0) break;
-      started++;
-    }
-    compare_worker(&pool);
-    for (size_t t = 0; t < started; t++) pthread_join(th[t], NULL);
+    run_parts(compare_part, parts, nparts);
   }
   double err2 = 0, ref2 = 0, refmax = 0, maxerr = 0;
   for (size_t i = 0; i < nparts; i++) {

@@ -473,6 +473,61 @@ static void test_compare_parts(void) {
   free(ref);
 }
 
+static uint32_t mix32(uint32_t h) {
+  h ^= h >> 16;
+  h *= 0x85EBCA6Bu;
+  h ^= h >> 13;
+  h *= 0xC2B2AE35u;
+  h ^= h >> 16;
+  return h;
+}
+
+/* Fill, digest and mask of buffers large enough to run in parts on several threads
+   give what one pass gives: the fill is counter-based (a prefix filled alone has the same
+   values), the digest is the host region check's, the mask is the guard pattern. */
+static void test_parts(void) {
+  size_t n = (3u << 20) + 5, m = (1u << 20) + 7;
+  float *p = malloc(n * sizeof *p), *q = malloc(m * sizeof *q);
+  uint32_t *w = malloc(n * sizeof *w), *x = malloc(n * sizeof *x);
+  CHECK(p && q && w && x, "alloc");
+  if (!p || !q || !w || !x) return;
+  kl_dist dists[] = {KL_DIST_UNIFORM, KL_DIST_NORMAL, KL_DIST_INT};
+  for (int d = 0; d < 3; d++) {
+    CHECK(kl_buf_fill(p, KL_F32, n, dists[d], -3, 4, 99) == KL_OK, "fill big");
+    CHECK(kl_buf_fill(q, KL_F32, m, dists[d], -3, 4, 99) == KL_OK, "fill prefix");
+    CHECK(memcmp(p, q, m * sizeof *q) == 0, "dist %d: the parts' fill differs from one pass", d);
+  }
+  /* the last part's tail: a buffer that ends inside a part matches the longer one */
+  size_t t = (2u << 20) + 3;
+  float *r = malloc(t * sizeof *r);
+  if (r) {
+    kl_buf_fill(r, KL_F32, t, KL_DIST_NORMAL, 0, 1, 7);
+    kl_buf_fill(p, KL_F32, n, KL_DIST_NORMAL, 0, 1, 7);
+    CHECK(memcmp(p, r, t * sizeof *r) == 0, "normal fill: a part boundary changed values");
+    free(r);
+  }
+  for (size_t i = 0; i < n; i++) w[i] = (uint32_t)(i * 2654435761u);
+  /* the digest's formula, as the GPU's check kernel computes it, in one pass */
+  uint64_t want = 0, seed = 12345;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t k = mix32((uint32_t)i * 0x9E3779B1u + (uint32_t)(i >> 32) * 0x7FEB352Du + (uint32_t)seed);
+    want += mix32(w[i] ^ k);
+  }
+  CHECK(kl_digest(w, n, seed) == want, "digest in parts differs from one pass");
+  CHECK(kl_digest(w, n, seed + 1) != want, "digest ignores its seed");
+  kl_buf_mask(x, w, n, 77);
+  int bad = 0;
+  for (size_t i = 0; i < n; i += 4099) bad += x[i] != (w[i] ^ kl_guard_word(i, 77));
+  bad += x[n - 1] != (w[n - 1] ^ kl_guard_word(n - 1, 77));
+  CHECK(bad == 0, "%d masked words are not the guard pattern", bad);
+  kl_buf_mask(x, x, n, 77);
+  CHECK(memcmp(x, w, n * sizeof *w) == 0, "masking twice is not the identity");
+  free(p);
+  free(q);
+  free(w);
+  free(x);
+}
+
 int main(void) {
   test_sizes();
   test_half();
@@ -481,6 +536,7 @@ int main(void) {
   test_hash();
   test_compare();
   test_compare_parts();
+  test_parts();
   test_first_diff();
   test_convert();
   if (failures) {
