@@ -8,7 +8,6 @@ local eval = require("kloop.eval.evaluator")
 local taskmod = require("kloop.eval.task")
 local sys = require("kloop.core.sys")
 local gpu = require("kloop.core.gpu")
-local util = require("kloop.util")
 
 local count = tonumber(arg[1]) or 12
 local budget = tonumber(arg[2]) or 0.3
@@ -38,7 +37,7 @@ for i, p in ipairs(points) do cands[i] = { source = "// variant " .. i .. "\n" .
 local t1 = sys.now()
 ev:precompile(cands)
 local t_pre = sys.now() - t1
-local acc, req_total, wall_total, verdicts = {}, 0, 0, {}
+local acc, wall_total, verdicts = {}, 0, {}
 for _, c in ipairs(cands) do
   local ta = sys.now()
   local r = ev:evaluate(c.source, { defines = c.defines, timing = { budget = budget } })
@@ -51,7 +50,7 @@ for _, c in ipairs(cands) do
   end
 end
 ev:close()
-req_total = acc._request and acc._request.s or 0
+local req_total = acc._request and acc._request.s or 0
 local names = {}
 for k in pairs(acc) do if k ~= "_request" then names[#names + 1] = k end end
 table.sort(names, function(a, b) return acc[a].s > acc[b].s end)

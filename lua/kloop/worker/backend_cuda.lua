@@ -296,15 +296,23 @@ function M.flush_cache()
   return M.launch(M.flush_fn, M.flush_grid, { 256, 1, 1 }, 0, M.flush_params)
 end
 
+-- One of kloop's own kernels (compiled by the parent): its module and function, or
+-- nil, a message naming it.
+local function own_kernel(path, entry, what)
+  local mod, msg = M.load(path)
+  if not mod then return nil, what .. ": " .. msg end
+  local fn, ferr = M.func(mod, entry)
+  if not fn then return nil, what .. ": " .. ferr end
+  return mod, fn
+end
+
 -- The state-check kernel (kloop.eval.check_source, compiled by the parent) and its two
 -- small buffers: region descriptors in, results out.
 M.max_regions = 4096
 function M.set_check_kernel(path)
   if M.check_fn then return true end
-  local mod, msg = M.load(path)
-  if not mod then return nil, "state-check kernel: " .. msg end
-  local fn, ferr = M.func(mod, "kloop_check_regions")
-  if not fn then return nil, "state-check kernel: " .. ferr end
+  local mod, fn = own_kernel(path, "kloop_check_regions", "state-check kernel")
+  if not mod then return nil, fn end
   local desc, e1 = M.alloc(M.max_regions * ffi.sizeof("kl_region"))
   local res, e2 = M.alloc(M.max_regions * ffi.sizeof("kl_region_result"))
   if not (desc and res) then return nil, "state-check kernel: " .. tostring(e1 or e2) end
@@ -339,10 +347,8 @@ M.max_compare_blocks = 1024
 function M.set_compare_kernel(path)
   if not path then M.compare_fn = nil return true end
   if M.compare_fn then return true end
-  local mod, msg = M.load(path)
-  if not mod then return nil, "comparison kernel: " .. msg end
-  local fn, ferr = M.func(mod, "kloop_compare")
-  if not fn then return nil, "comparison kernel: " .. ferr end
+  local mod, fn = own_kernel(path, "kloop_compare", "comparison kernel")
+  if not mod then return nil, fn end
   local parts, e2 = M.alloc(M.max_compare_blocks * ffi.sizeof("kl_cmp_part"))
   if not parts then return nil, "comparison kernel: " .. tostring(e2) end
   M.compare_mod, M.compare_fn, M.compare_parts = mod, fn, parts
