@@ -29,11 +29,14 @@ Bad arguments:
   $ kloop compile; echo "exit $?"
   kloop compile: give one TARGET
   usage: kloop compile TARGET [--candidate FILE] [--arch sm_90] [--params K=V,...] [--json]
+                       [--all-sizes]
   
   Compiles the task's kernel (or FILE) with NVRTC to a cubin for ARCH (default sm_90),
   or, for a .c task, with the system C compiler (cc, -O3 -march=native) to a shared object,
   through the same include and option fences as an evaluation; prints the log and the
   resource usage (registers, shared memory, stack, spills). Works without a GPU.
+  A task with its sizes compiled in (sizes_as_defines) is compiled at the bench size,
+  or with --all-sizes at every size, one binary each.
   Exit: 0 compiled, 3 did not compile (or was rejected), 1 error, 2 bad usage.
   exit 2
   $ kloop compile kernels/nope.cu; echo "exit $?"

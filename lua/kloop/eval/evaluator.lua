@@ -116,6 +116,8 @@ end
 function Evaluator:compiler(opts, src)
   local defines, extra = M.split_implicit(opts.defines)
   defines = taskmod.fill_defaults(self.task, src or self.task.source, defines)
+  -- sizes compiled in (docs/TASKS.md): opts.case's size names join the point's defines
+  if opts.case then defines = taskmod.size_defines(self.task, opts.case.size, defines) end
   local options = self.task.options
   if #extra > 0 then
     options = {}
@@ -140,18 +142,74 @@ function Evaluator:entries()
   return list
 end
 
--- Replaces the entry names of plans ({label -> kernels}) by the lowered ones a job found.
-local function lower_entries(plans, job)
+-- Replaces the entry names of a case's plan (a list of kernels) by the lowered ones a job found.
+local function lower_entries(p, job)
   local low = job and job.lowered or {}
-  if not next(low) then return end
-  for _, p in pairs(plans) do
-    for _, k in ipairs(p) do k.entry = low[k.entry] or k.entry end
-  end
+  for _, k in ipairs(next(low) and p or {}) do k.entry = low[k.entry] or k.entry end
 end
 
 function Evaluator:compile_source(src, opts)
   local compiler, copts = self:compiler(opts, src)
   return compiler.compile(src, copts)
+end
+
+-- The cases a source is compiled for: with sizes compiled in (task.sizes_as_defines),
+-- every case, each with its size's defines; otherwise nil (one binary serves them all).
+function Evaluator:compile_cases()
+  return self.task.sizes_as_defines and taskmod.cases(self.task) or nil
+end
+
+local function with_case(opts, case)
+  if not case then return opts end
+  local o = {}
+  for k, v in pairs(opts or {}) do o[k] = v end
+  o.case = case
+  return o
+end
+M.with_case = with_case
+
+-- "bench (HEIGHT=37 WIDTH=1000)": a case and the sizes compiled into its binary.
+function Evaluator:case_text(case)
+  local parts = {}
+  for _, k in ipairs(self.task.sizes_as_defines or {}) do parts[#parts + 1] = k .. "=" .. tostring(case.size[k]) end
+  return case.label .. " (" .. table.concat(parts, " ") .. ")"
+end
+
+-- Compiles src for every case it needs: a list of {case, job} in case order (one entry
+-- with case = nil without sizes compiled in). CUDA compiles the cases in parallel; a
+-- background compile of the same key (precompile) is waited for, a cached one is free.
+function Evaluator:compile_all(src, opts)
+  local cases = self:compile_cases()
+  if not cases then return { { job = self:compile_source(src, opts) } } end
+  local out = {}
+  if self:backend() == "cuda" then
+    local jobs = {}
+    for i, case in ipairs(cases) do
+      local _, copts = self:compiler(with_case(opts, case), src)
+      local job = compile.prepare(src, copts)
+      if job then jobs[#jobs + 1], out[i] = job, { case = case, job = job } end
+    end
+    compile.run(jobs, { parallel = self.opts.compile_parallel })
+  end
+  for i, case in ipairs(cases) do
+    if not (out[i] and out[i].job.done) then out[i] = { case = case, job = self:compile_source(src, with_case(opts, case)) } end
+  end
+  return out
+end
+
+-- One job that stands for the cases' builds in a result (kloop.eval.evaluator annotate):
+-- the bench binary's log and resources, the seconds of all, cached when all were.
+local function summary_job(built)
+  if #built == 1 then return built[1].job end
+  local bench = built[#built].job
+  local j = { seconds = 0, cached = true, log = bench.log, resources = bench.resources, cubin_path = bench.cubin_path,
+    lowered = bench.lowered, ok = true, cases = #built }
+  for _, b in ipairs(built) do
+    j.seconds = j.seconds + (b.job.seconds or 0)
+    j.cached = j.cached and b.job.cached or false
+    if b.job.static_data_bytes then j.static_data_bytes = math.max(j.static_data_bytes or 0, b.job.static_data_bytes) end
+  end
+  return j
 end
 
 -- Launch plans per case: the candidate's own (launch comments) or the task's.
@@ -193,21 +251,33 @@ function M.reshape(p, block)
 end
 
 -- Compiles a candidate and builds its launch plans: returns the worker request part
--- ({cubin, plans, floor_ms}) and the job, or nil, a result table with the verdict, job.
+-- ({cubin, cubins (sizes compiled in: label -> binary), plans, floor_ms}) and the job,
+-- or nil, a result table with the verdict, job. A failure of one size's build names it.
 function Evaluator:prepare(src, opts)
-  local job = self:compile_source(src, opts)
-  if job.rejected then return nil, { verdict = "rejected", reason = job.log }, job end
-  if not job.ok then
-    return nil, { verdict = "compile_error", reason = job.timeout and "compile deadline exceeded" or "does not compile",
-      log = compile.filter_log(job.log) }, job
+  local unguarded = taskmod.unguarded_reason(self.task, src)
+  if unguarded then return nil, { verdict = "rejected", reason = unguarded }, {} end
+  local built = self:compile_all(src, opts)
+  for _, b in ipairs(built) do
+    local job = b.job
+    local at = b.case and (" at " .. self:case_text(b.case)) or ""
+    if job.rejected then return nil, { verdict = "rejected", reason = job.log .. at }, job end
+    if not job.ok then
+      return nil, { verdict = "compile_error", reason = (job.timeout and "compile deadline exceeded" or "does not compile") .. at,
+        log = compile.filter_log(job.log), evidence = b.case and { case = b.case.label } or nil }, job
+    end
   end
   local plans, perr = self:plans(src, opts.defines)
-  if not plans then return nil, { verdict = "launch_error", reason = "launch plan: " .. perr }, job end
-  lower_entries(plans, job)
+  if not plans then return nil, { verdict = "launch_error", reason = "launch plan: " .. perr }, built[#built].job end
+  for _, case in ipairs(taskmod.cases(self.task)) do
+    local b = built[1]
+    for _, x in ipairs(built) do if x.case and x.case.label == case.label then b = x end end
+    lower_entries(plans[case.label], b.job)
+  end
   local point_args, aerr = self:point_args(src, opts.defines)
-  if not point_args then return nil, { verdict = "launch_error", reason = aerr }, job end
-  if self:backend() == "cuda" then
+  if not point_args then return nil, { verdict = "launch_error", reason = aerr }, built[#built].job end
+  for _, b in ipairs(self:backend() == "cuda" and built or {}) do
     -- large static device data is where a kernel would keep results between launches
+    local job = b.job
     local image = util.read_file(job.cubin_path)
     local bytes = image and compile.static_data_bytes(image)
     local limit = self.task.static_data or M.STATIC_DATA_LIMIT
@@ -218,7 +288,13 @@ function Evaluator:prepare(src, opts)
     end
     job.static_data_bytes = bytes
   end
-  return { cubin = job.cubin_path, plans = plans, floor_ms = self:floor_ms(opts.defines),
+  local cubins
+  if built[1].case then
+    cubins = {}
+    for _, b in ipairs(built) do cubins[b.case.label] = b.job.cubin_path end
+  end
+  local job = summary_job(built)
+  return { cubin = job.cubin_path, cubins = cubins, plans = plans, floor_ms = self:floor_ms(opts.defines),
     args = next(point_args) and point_args or nil }, nil, job
 end
 
@@ -273,9 +349,12 @@ function Evaluator:precompile(cands)
   if not ok then return end
   local jobs = {}
   for _, c in ipairs(cands) do
-    local _, copts = self:compiler(c, c.source or self.task.source)
-    local job = compile.prepare(c.source or self.task.source, copts)
-    if job then jobs[#jobs + 1] = job end
+    -- (sizes compiled in: one job per case, all in the background alike)
+    for _, case in ipairs(self:compile_cases() or { false }) do
+      local _, copts = self:compiler(with_case(c, case), c.source or self.task.source)
+      local job = compile.prepare(c.source or self.task.source, copts)
+      if job then jobs[#jobs + 1] = job end
+    end
   end
   compile.run(jobs, { parallel = self.opts.compile_parallel, background = self.opts.compile_background ~= false })
 end

@@ -332,7 +332,7 @@ function M.host(task, cand, opts)
   local harness, herr = M.harness(task, small, seed, opts.cpu_seconds)
   if not harness then return { status = "skipped", reason = herr, evidence = ev } end
   local b = compile_host.build_sanitized(cand.source, harness,
-    { dir = task.dir, options = task.options, defines = cand.defines, name = "candidate.c" })
+    { dir = task.dir, options = task.options, defines = taskmod.size_defines(task, small, cand.defines), name = "candidate.c" })
   ev.build_seconds = b.seconds
   if b.rejected then return { status = "failed", reason = "refused before building: " .. tostring(b.log), evidence = ev } end
   if not b.ok then

@@ -451,6 +451,11 @@ function M.check(t, file, cu_path)
   if task.flush_cache == nil then task.flush_cache = task.backend == "cuda" end
   -- a library's time for the same work (the report's reference line): kloop.eval.library
   if t.library ~= nil then task.library = require("kloop.eval.library").check_field(file, t.library, task) end
+  -- sizes compiled in (docs/TASKS.md, "Sizes compiled in"): -DNAME=value per size, one
+  -- binary per case; the kernel and a separate reference must leave the names to kloop
+  local srcs = { { path = task.kernel, text = src } }
+  if not task.reference.baseline then srcs[2] = { path = task.reference.path, text = task.reference.source } end
+  task.sizes_as_defines = sizes.check_sizes_as_defines(file, t.sizes_as_defines, t.sizes.bench, task.params, srcs)
   -- every size and launch plan must evaluate now, not halfway through a run
   -- (at the default point: the first value of each parameter)
   sizes.check_point_counts(task, p0)

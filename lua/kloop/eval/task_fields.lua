@@ -131,7 +131,7 @@ end
 M.FIELDS = {
   task = { "name", "entry", "kernel", "args", "sizes", "launch", "reference", "tolerance", "cost", "unit",
     "params", "constraint", "options", "metrics", "deadline", "deadline_factor", "device_heap", "static_data",
-    "flush_cache", "check", "library", "symbols" },
+    "flush_cache", "check", "library", "symbols", "sizes_as_defines" },
   sizes = { "bench", "check", "hidden", "promote" },
   promote = { "count", "max_bytes", "extra" },
   promote_dim = { "min", "max", "multiple_of", "values" },

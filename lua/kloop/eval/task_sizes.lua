@@ -43,6 +43,118 @@ function M.fill_defaults(task, src, defines)
   return point
 end
 
+-- sizes_as_defines (docs/TASKS.md, "Sizes compiled in"): true (every size name) or a
+-- list of size names, each passed as -DNAME=value at every size, so a candidate is
+-- compiled once per case. Returns the sorted list of names, or nil when the field is
+-- absent or false. Refused: another type, a name that is no size, a name that is also
+-- a tunable parameter, and a kernel (or reference) that #defines or #undefs a name
+-- outside an `#ifndef NAME` guard (its own value would silently win over the size's).
+function M.check_sizes_as_defines(file, v, bench, params, sources)
+  local field = "sizes_as_defines"
+  if v == nil or v == false then return nil end
+  local names = util.sorted_keys(bench)
+  local list
+  if v == true then
+    list = names
+  elseif type(v) == "table" then
+    fields.check_list(file, v, field, 'sizes_as_defines = {"WIDTH", "HEIGHT"} (or true: every size)')
+    if #v == 0 then fail(file, field, "the list is empty", 'name the sizes: sizes_as_defines = {"WIDTH"}, or remove it') end
+    local seen = {}
+    list = {}
+    for i, name in ipairs(v) do
+      local f = field .. "[" .. i .. "]"
+      if type(name) ~= "string" then fail(file, f, "expected a size name, got " .. fields.describe(name)) end
+      if bench[name] == nil then
+        local near = fields.closest(name, names)
+        fail(file, f, string.format("'%s' is not a size of this task (sizes.bench has %s)%s", name,
+          table.concat(names, ", "), near and ("; did you mean '" .. near .. "'?") or ""),
+          near and ("rename it " .. near) or "name a key of sizes.bench")
+      end
+      if seen[name] then fail(file, f, "'" .. name .. "' is listed twice", "keep one") end
+      seen[name] = true
+      list[#list + 1] = name
+    end
+    table.sort(list)
+  else
+    fail(file, field, "expected true or a list of size names, got " .. fields.describe(v),
+      'sizes_as_defines = true, or sizes_as_defines = {"WIDTH", "HEIGHT"}')
+  end
+  for _, name in ipairs(list) do
+    if type(params) == "table" and params[name] ~= nil then
+      fail(file, field, string.format("'%s' is a size and a tunable parameter: both would be passed as -D%s", name, name),
+        "rename the parameter (params." .. name .. "), or leave the size out of sizes_as_defines")
+    end
+  end
+  for _, s in ipairs(sources or {}) do
+    local line, name, what = M.unguarded_define(s.text, list)
+    if line then
+      fail(file, field, string.format("%s:%d %ss %s outside an #ifndef %s guard: its own value would win over "
+        .. "the size's -D%s=..., and every size would compute %s's", s.path, line, what, name, name, name, s.path),
+        string.format("guard it: #ifndef %s / #define %s ... / #endif", name, name))
+    end
+  end
+  return list
+end
+
+-- The first `#define NAME` or `#undef NAME` (NAME in names) of src that no enclosing
+-- `#ifndef NAME` (or `#if !defined(NAME)`, or the #else of `#ifdef NAME`) guards: line,
+-- name, "define" or "undef"; nil when every one is guarded.
+function M.unguarded_define(src, names)
+  local want = {}
+  for _, n in ipairs(names) do want[n] = true end
+  local stack = {} -- per open conditional: {neg = name guarded in the if branch, pos = in the else branch, other = in else}
+  local n = 0
+  local text = (src or ""):gsub("\\\r?\n", " ")
+  for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+    n = n + 1
+    local l = line:gsub("/%*.-%*/", " "):gsub("//.*$", "")
+    local dir, rest = l:match("^%s*#%s*([%a_]+)(.*)$")
+    if dir == "ifndef" then
+      stack[#stack + 1] = { guard = rest:match("^%s*([%a_][%w_]*)"), branch = "if" }
+    elseif dir == "ifdef" then
+      stack[#stack + 1] = { guard_else = rest:match("^%s*([%a_][%w_]*)"), branch = "if" }
+    elseif dir == "if" then
+      stack[#stack + 1] = { guard = rest:match("^%s*!%s*defined%s*%(?%s*([%a_][%w_]*)%s*%)?%s*$"), branch = "if" }
+    elseif (dir == "else" or dir == "elif") and #stack > 0 then
+      stack[#stack].branch = dir
+    elseif dir == "endif" then
+      stack[#stack] = nil
+    elseif dir == "define" or dir == "undef" then
+      local name = rest:match("^%s*([%a_][%w_]*)")
+      if name and want[name] then
+        local guarded = false
+        for _, f in ipairs(stack) do
+          if (f.branch == "if" and f.guard == name) or (f.branch == "else" and f.guard_else == name) then guarded = true end
+        end
+        if not guarded then return n, name, dir end
+      end
+    end
+  end
+  return nil
+end
+
+-- Why a candidate's source cannot be compiled with the task's sizes in (it #defines or
+-- #undefs one of them unguarded), or nil. The task's own kernel is refused at load.
+function M.unguarded_reason(task, src)
+  if not task.sizes_as_defines then return nil end
+  local line, name, what = M.unguarded_define(src, task.sizes_as_defines)
+  if not line then return nil end
+  return string.format("line %d %ss %s outside an #ifndef %s guard, but %s is a size the task compiles in (-D%s=value "
+    .. "at each size): the kernel's own value would win at every size (fix: #ifndef %s / #define %s ... / #endif, or "
+    .. "drop it)", line, what, name, name, name, name, name, name)
+end
+
+-- The defines a source is compiled with at one size: `defines` (a candidate's point)
+-- plus -DNAME=value for each name of task.sizes_as_defines (the size wins: the task
+-- refuses a parameter of the same name). Without sizes compiled in: `defines` itself.
+function M.size_defines(task, size, defines)
+  if not task.sizes_as_defines then return defines end
+  local out = {}
+  for k, v in pairs(defines or {}) do out[k] = v end
+  for _, name in ipairs(task.sizes_as_defines) do out[name] = size[name] end
+  return out
+end
+
 -- Evaluates a size expression ("M*K", a number or a function of the sizes).
 function M.eval_size(expr, sizes, file, field)
   if type(expr) == "number" then return expr end

@@ -286,13 +286,18 @@ function W:start()
   if not self.ref_job and not self.task.reference.none then
     local ref = self.task.reference
     local src = ref.baseline and self.task.source or ref.source
-    local job = self:compile_source(src, { name = ref.baseline and util.basename(self.task.kernel) or util.basename(ref.path),
+    -- (sizes compiled in: the reference gets each case's size defines too, one binary per case)
+    local built = self:compile_all(src, { name = ref.baseline and util.basename(self.task.kernel) or util.basename(ref.path),
       entries = { ref.entry or self.task.entry } })
-    if not job.ok then
-      self:kill()
-      return nil, "the reference does not compile:\n" .. compile.filter_log(job.log)
+    for _, b in ipairs(built) do
+      if not b.job.ok then
+        self:kill()
+        return nil, "the reference does not compile" .. (b.case and (" at " .. self:case_text(b.case)) or "") .. ":\n"
+          .. compile.filter_log(b.job.log)
+      end
     end
-    self.ref_job = job
+    self.ref_job = built[#built].job
+    self.ref_jobs = built[1].case and built or nil
   end
   if not self.task_spec then
     self.task_spec = self:spec()
@@ -307,7 +312,8 @@ function W:start()
     if self.task.check then spec.check = { text = self.task.check_text, file = self.task.file } end
     spec.reference.entry = low[spec.reference.entry] or spec.reference.entry
     for _, case in ipairs(spec.cases) do
-      for _, k in ipairs(case.ref_plan) do k.entry = low[k.entry] or k.entry end
+      local clow = self:ref_case_job(case.label) and self:ref_case_job(case.label).lowered or low
+      for _, k in ipairs(case.ref_plan) do k.entry = clow[k.entry] or k.entry end
     end
   end
   local own = {} -- kloop's own kernels the CUDA worker needs: the L2 flush and the state check
@@ -325,7 +331,13 @@ function W:start()
   end
   local t0 = sys.now()
   local r
-  r, kind, msg = self:request({ op = "setup", spec = self.task_spec, ref_cubin = self.ref_job and self.ref_job.cubin_path,
+  -- ref_cubin: one binary, or (sizes compiled in) {label -> binary}
+  local ref_cubin = self.ref_job and self.ref_job.cubin_path
+  if self.ref_jobs then
+    ref_cubin = {}
+    for _, b in ipairs(self.ref_jobs) do ref_cubin[b.case.label] = b.job.cubin_path end
+  end
+  r, kind, msg = self:request({ op = "setup", spec = self.task_spec, ref_cubin = ref_cubin,
     flush_cubin = own.flush, check_cubin = own.check,
     compare_cubin = self.opts.device_compare ~= false and own.compare or nil }, 900)
   if not r then return nil, "task setup failed (" .. kind .. "): " .. msg end
@@ -342,6 +354,12 @@ function W:start()
     if not self.proc then self.ready = false return self:start() end
   end
   return true
+end
+
+-- The reference's build of one case (sizes compiled in), or nil.
+function W:ref_case_job(label)
+  for _, b in ipairs(self.ref_jobs or {}) do if b.case.label == label then return b.job end end
+  return nil
 end
 
 -- Sends a request that runs candidate code; a dead or hung worker becomes a verdict.

@@ -238,11 +238,13 @@ function H.compile(self, args)
   if not c then return nil, err, field end
   local t = self.task
   local job
+  -- (a task with its sizes compiled in is built at the bench size)
+  local defines = require("kloop.eval.task").size_defines(t, t.sizes.bench, c.defines)
   if t.backend == "host" then
     job = require("kloop.eval.compile_host").compile(c.src, { arch = "host", dir = t.dir, options = t.options,
-      defines = c.defines, name = c.name .. ".c" })
+      defines = defines, name = c.name .. ".c" })
   else
-    job = kloop.compile(c.src, { arch = args.arch or "sm_90", dir = t.dir, options = t.options, defines = c.defines,
+    job = kloop.compile(c.src, { arch = args.arch or "sm_90", dir = t.dir, options = t.options, defines = defines,
       name = c.name .. ".cu", entries = { t.entry } })
   end
   -- (a host's run keeps evaluations only: a compile there is no candidate)

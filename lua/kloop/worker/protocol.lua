@@ -171,7 +171,8 @@ local function load_inputs(be, spec, case, s)
   end
   if #(spec.symbols or {}) > 0 then
     for _, cand in ipairs(live_cands()) do
-      local ok, msg, fatal = load_symbols(be, cand.syms, set)
+      -- (each case's own module where sizes are compiled in)
+      local ok, msg, fatal = load_symbols(be, cand.cases[case.label].syms, set)
       if not ok then return nil, msg, fatal end
     end
   end
@@ -267,6 +268,44 @@ local function keep_on_device(be, a, cs, s, r)
   return true
 end
 
+-- The distinct modules of a table of {mod = ...} records (several labels may share one).
+local function distinct_mods(list)
+  local out, seen = {}, {}
+  for _, r in pairs(list or {}) do
+    if r.mod and not seen[r.mod] then seen[r.mod] = true out[#out + 1] = r.mod end
+  end
+  return out
+end
+
+local function unload_reference(be, refs)
+  for _, mod in ipairs(distinct_mods(refs)) do be.unload(mod) end
+end
+
+-- Loads the reference for every case: ref_cubin is one binary (a path) or, with sizes
+-- compiled in, {label -> path}. Returns {label -> {mod, fn, syms}} (cases sharing a
+-- binary share its module), or nil, msg (what was loaded is unloaded).
+local function load_reference(be, spec, ref_cubin)
+  local refs, by_path = {}, {}
+  for _, cs in ipairs(spec.cases) do
+    local path = type(ref_cubin) == "table" and ref_cubin[cs.label] or ref_cubin
+    local function fail(m) unload_reference(be, refs) return nil, (type(ref_cubin) == "table" and (cs.label .. ": ") or "") .. m end
+    if type(path) ~= "string" then return fail("no reference binary for " .. cs.label) end
+    local r = by_path[path]
+    if not r then
+      local mod, msg = be.load(path)
+      if not mod then return fail(tostring(msg)) end
+      r = { mod = mod }
+      refs[cs.label], by_path[path] = r, r
+      r.fn, msg = be.func(mod, spec.reference.entry)
+      if not r.fn then return fail(tostring(msg)) end
+      r.syms, msg = resolve_symbols(be, mod, spec)
+      if not r.syms then return fail(tostring(msg)) end
+    end
+    refs[cs.label] = r
+  end
+  return refs
+end
+
 -- Sets up the task: fresh inputs from the run secret, reference outputs in higher
 -- precision, guarded device buffers, and the digests of every input (host truth that
 -- the device copies are checked against). spec is the concrete task (see kloop.eval).
@@ -277,19 +316,14 @@ function M.setup(be, spec, ref_cubin)
   local check_fn, cerr = M.compile_check(spec.check)
   if cerr then return nil, cerr end
   local no_ref = spec.reference.none
-  local ref_mod, ref_fn, msg
+  -- the reference's module of each case: one binary, or (sizes compiled in) one per case
+  local refs, msg = {}
   if not no_ref then
-    ref_mod, msg = be.load(ref_cubin)
-    if not ref_mod then return nil, "reference: " .. msg end
-    ref_fn, msg = be.func(ref_mod, spec.reference.entry)
-    if not ref_fn then return nil, "reference: " .. msg end
+    local rerr
+    refs, rerr = load_reference(be, spec, ref_cubin)
+    if not refs then return nil, "reference: " .. rerr end
   end
   state = { spec = spec, cases = {}, bufs = {}, guard_seed = spec.guard_seed or 0, check = check_fn, live = {} }
-  local ref_syms
-  if ref_mod then
-    ref_syms, msg = resolve_symbols(be, ref_mod, spec)
-    if not ref_syms then state = nil return nil, "reference: " .. msg end
-  end
   state.dseed = region_seed(0)
   state.oseed = region_seed(-1)
   state.mseed = region_seed(-3) -- the mask of the references kept on the device
@@ -297,7 +331,7 @@ function M.setup(be, spec, ref_cubin)
     state.guard_tmp = host_alloc(GUARD_MAX + 256)
     if not state.guard_tmp then free_state(be) return nil, "out of host memory for guard patterns" end
   end
-  local function fail(m) free_state(be) return nil, m end
+  local function fail(m) unload_reference(be, refs) free_state(be) return nil, m end
   local ref_dtype = spec.reference.precision
   for ci, cs in ipairs(spec.cases) do
     local case = { label = cs.label, bench = cs.bench, args = cs.args, bytes = {}, dev = {}, bufs = {}, sets = {},
@@ -352,8 +386,9 @@ function M.setup(be, spec, ref_cubin)
       end
       -- The reference writes its own (higher precision) output buffers.
       local ok, err = true, nil
+      local ref = refs[cs.label]
       if not no_ref then ok, err = load_inputs(be, spec, case, s) end
-      if ok and not no_ref then ok, err = load_symbols(be, ref_syms, set) end
+      if ok and not no_ref then ok, err = load_symbols(be, ref.syms, set) end
       if not ok then return fail(err) end
       local ref_out = {}
       for i, a in ipairs(no_ref and {} or spec.args) do
@@ -385,9 +420,9 @@ function M.setup(be, spec, ref_cubin)
       local kernels = {}
       for k, p in ipairs(no_ref and {} or cs.ref_plan) do
         -- (a reference plan of several kernels names each: a two-stage reduction's)
-        local fn = ref_fn
+        local fn = ref.fn
         if p.entry and p.entry ~= spec.reference.entry then
-          fn, msg = be.func(ref_mod, p.entry)
+          fn, msg = be.func(ref.mod, p.entry)
           if not fn then return fail("reference: " .. tostring(msg)) end
         end
         kernels[k] = { fn = fn, grid = p.grid, block = p.block, smem = p.smem }
@@ -418,7 +453,7 @@ function M.setup(be, spec, ref_cubin)
       end
     end
   end
-  if ref_mod then be.unload(ref_mod) end
+  unload_reference(be, refs)
   -- host scratch for read-backs: the largest output of any case, twice (determinism);
   -- with a check, one per output (the check sees every output at once)
   local maxb, outb = 4, {}
@@ -807,52 +842,89 @@ local function own_args(be, cand, req)
   return true
 end
 
--- Loads a candidate module and resolves every kernel of every case's plan, its symbols
--- and its own arguments (own_args). Returns cand = {mod, plans = {label -> kernels},
--- resources, syms, own}, or nil, verdict table.
+-- The binary a candidate runs on a case: req.cubin for every case, or, with sizes
+-- compiled in (docs/TASKS.md), the case's own (req.cubins[label]).
+local function cand_path(req, label)
+  return req.cubins and req.cubins[label] or req.cubin
+end
+
+-- Unloads every module of a candidate (each case's; one shared by several cases once).
+local function unload_cand(be, cand)
+  for _, mod in ipairs(distinct_mods(cand.cases)) do be.unload(mod) end
+  if cand.mod then be.unload(cand.mod) end
+end
+
+-- Loads a candidate's modules (one per distinct binary of its cases) and resolves, in
+-- each case's module, every kernel of that case's plan and the task's symbols; then its
+-- own arguments (own_args). Returns cand = {mod (the bench case's: the candidate is live
+-- while it is loaded), cases = {label -> {mod, syms}}, plans = {label -> kernels},
+-- resources (the bench module's), own}, or nil, verdict table (everything unloaded).
 local function load_candidate(be, req)
   local dropped = prune_live(be)
-  local mod, msg, fatal = be.load(req.cubin)
-  if not mod then
-    return nil, { verdict = fatal and "crashed" or "launch_error", reason = "module load: " .. msg, fatal = fatal }
-  end
-  local cand = { mod = mod, plans = {}, resources = {}, req = req }
-  local syms, serr, sfatal = resolve_symbols(be, mod, state.spec)
-  local ok0, oerr, ofatal = true, nil, nil
-  if syms then ok0, oerr, ofatal = own_args(be, cand, req) end
-  if not syms or not ok0 then
-    be.unload(mod)
+  local cand = { cases = {}, plans = {}, resources = {}, req = req }
+  local per_case = req.cubins ~= nil
+  local function failed(v)
+    unload_cand(be, cand)
     state.live[cand] = true -- (its own buffers go at the next prune)
-    return nil, { verdict = (sfatal or ofatal) and "crashed" or "launch_error", reason = serr or oerr, fatal = sfatal or ofatal }
+    return nil, v
   end
-  cand.syms = syms
+  local by_path = {}
+  for _, case in ipairs(state.cases) do
+    local path = cand_path(req, case.label)
+    local where = per_case and (" (" .. case.label .. ")") or ""
+    local r = by_path[path]
+    if type(path) ~= "string" then return failed({ verdict = "launch_error", reason = "no binary for " .. case.label }) end
+    if not r then
+      local mod, msg, fatal = be.load(path)
+      if not mod then
+        return failed({ verdict = fatal and "crashed" or "launch_error", reason = "module load" .. where .. ": " .. msg, fatal = fatal })
+      end
+      r = { mod = mod, fns = {} }
+      by_path[path] = r
+      cand.cases[case.label] = r
+      local syms, serr, sfatal = resolve_symbols(be, mod, state.spec)
+      if not syms then
+        return failed({ verdict = sfatal and "crashed" or "launch_error", reason = (per_case and (case.label .. ": ") or "")
+          .. tostring(serr), fatal = sfatal })
+      end
+      r.syms = syms
+    end
+    cand.cases[case.label] = r
+    if case.bench then cand.mod = r.mod end
+  end
+  cand.mod = cand.mod or cand.cases[state.cases[#state.cases].label].mod
+  local ok0, oerr, ofatal = own_args(be, cand, req)
+  if not ok0 then return failed({ verdict = ofatal and "crashed" or "launch_error", reason = oerr, fatal = ofatal }) end
+  cand.syms = cand.cases[state.cases[#state.cases].label].syms
   state.live[cand] = true
   if dropped or next(req.args or {}) then
     for _, case in ipairs(state.cases) do build_case_regions(state.spec, case) end
   end
-  local fns = {}
   for _, case in ipairs(state.cases) do
     local p = req.plans[case.label]
-    if not p then be.unload(mod) return nil, { verdict = "launch_error", reason = "no launch plan for " .. case.label } end
+    if not p then return failed({ verdict = "launch_error", reason = "no launch plan for " .. case.label }) end
+    local r = cand.cases[case.label]
     local kernels = {}
     for k, l in ipairs(p) do
-      local fn = fns[l.entry]
+      local fn = r.fns[l.entry]
       if not fn then
-        fn, msg, fatal = be.func(mod, l.entry)
-        if not fn then
-          be.unload(mod)
-          return nil, { verdict = fatal and "crashed" or "launch_error", reason = msg, fatal = fatal }
+        local msg, fatal
+        fn, msg, fatal = be.func(r.mod, l.entry)
+        if not fn then return failed({ verdict = fatal and "crashed" or "launch_error", reason = msg, fatal = fatal }) end
+        r.fns[l.entry] = fn
+        -- (with a binary per size, the bench one's resources are the candidate's)
+        local prev = cand.resources[l.entry]
+        if not prev or case.bench then
+          cand.resources[l.entry] = be.attrs(fn)
+          cand.resources[l.entry].dynamic_smem = prev and prev.dynamic_smem or nil
         end
-        fns[l.entry] = fn
-        cand.resources[l.entry] = be.attrs(fn)
       end
       local res = cand.resources[l.entry]
       res.dynamic_smem = math.max(res.dynamic_smem or 0, l.smem)
       local ok, m2, f2 = be.prepare_launch(fn, l.smem)
       if not ok then
-        be.unload(mod)
-        return nil, { verdict = f2 and "crashed" or "launch_error", fatal = f2, resources = cand.resources,
-          reason = "shared memory " .. l.smem .. " bytes: " .. m2 }
+        return failed({ verdict = f2 and "crashed" or "launch_error", fatal = f2, resources = cand.resources,
+          reason = "shared memory " .. l.smem .. " bytes: " .. m2 })
       end
       kernels[k] = { fn = fn, grid = l.grid, block = l.block, smem = l.smem }
     end
@@ -861,18 +933,22 @@ local function load_candidate(be, req)
   return cand
 end
 
--- A fresh load of a candidate's module before each timed repetition: its globals start
--- from their initial values every time, so nothing it computed in an earlier launch
--- (verification's, or the last repetition's) can be replayed into a timed one.
+-- A fresh load of a candidate's module (the case's) before each timed repetition: its
+-- globals start from their initial values every time, so nothing it computed in an
+-- earlier launch (verification's, or the last repetition's) can be replayed into a timed one.
 local function reload_for_timing(be, cand, case)
-  be.unload(cand.mod)
+  local r = cand.cases[case.label]
+  local old = r.mod
+  be.unload(old)
   -- (the image the first load read, where the backend keeps one: no file read per repetition)
-  local mod, msg, fatal = be.load(cand.req.cubin, cand.mod.image)
+  local mod, msg, fatal = be.load(cand_path(cand.req, case.label), old.image)
   if not mod then return nil, verdict(fatal and "crashed" or "launch_error", "module reload: " .. tostring(msg)), fatal end
-  cand.mod = mod
+  r.mod, r.fns = mod, {}
+  if cand.mod == old then cand.mod = mod end
   local syms, serr, sfatal = resolve_symbols(be, mod, state.spec)
   if not syms then return nil, verdict(sfatal and "crashed" or "launch_error", "module reload: " .. tostring(serr)), sfatal end
-  cand.syms = syms
+  r.syms = syms
+  if case.bench then cand.syms = syms end
   local kernels = {}
   for k, l in ipairs(cand.req.plans[case.label]) do
     local fn, m2, f2 = be.func(mod, l.entry)
@@ -1191,7 +1267,7 @@ function M.evaluate(be, req)
     end
   end
   if screening then result.stage, result.screen_case = "screened", scase.label end
-  be.unload(cand.mod)
+  unload_cand(be, cand)
   result.eval_seconds = sys.now() - t0
   return after_candidate(be, result)
 end
@@ -1215,7 +1291,7 @@ local function profile(be, req)
   local cand, v = load_candidate(be, req)
   if not cand then return v end
   local result = not req.verified and verify(be, spec, cand) or nil
-  if result then be.unload(cand.mod) return result end
+  if result then unload_cand(be, cand) return result end
   local case = bench_case()
   local kernels = cand.plans[case.label]
   local params = build_params(spec, case, nil, cand)
@@ -1239,7 +1315,7 @@ local function profile(be, req)
       end)
       if not ms then
         be.activity_stop()
-        be.unload(cand.mod)
+        unload_cand(be, cand)
         return fail_with(cand, tv, fatal)
       end
       local recs, dropped = be.activity_take()
@@ -1270,9 +1346,9 @@ local function profile(be, req)
       out.metrics_error = perr
       out.no_counters = noperm or nil
     end
-    if pfatal then be.unload(cand.mod) return fail_with(cand, verdict("crashed", tostring(perr)), true) end
+    if pfatal then unload_cand(be, cand) return fail_with(cand, verdict("crashed", tostring(perr)), true) end
   end
-  be.unload(cand.mod)
+  unload_cand(be, cand)
   out.eval_seconds = sys.now() - t0
   return out
 end
@@ -1293,7 +1369,12 @@ local function compare(be, req)
       if v then out[key] = v else cands[#cands + 1] = cand cand.key = key end
     end
   end
-  if #cands == 2 then
+  if #cands == 1 then
+    -- (verified, but with nothing to be timed against: as the parent says of a side whose
+    -- other side did not compile)
+    out[cands[1].key] = { verdict = "not_run", reason = "verified; not timed: the other candidate failed",
+      resources = cands[1].resources }
+  elseif #cands == 2 then
     local samples, c, v, fatal = time_interleaved(be, spec, cands, req.timing)
     if not samples then
       out[cands[c].key] = fail_with(cands[c], v, fatal)
@@ -1307,7 +1388,7 @@ local function compare(be, req)
       out.order = req.timing and req.timing.order == "fixed" and "fixed" or "ABBA"
     end
   end
-  for _, cand in ipairs(cands) do be.unload(cand.mod) end
+  for _, cand in ipairs(cands) do unload_cand(be, cand) end
   out.fatal = (out.a and out.a.fatal) or (out.b and out.b.fatal) or nil
   return out
 end

@@ -157,14 +157,29 @@ function Sim:spawn()
 end
 
 -- "Compiling" a sim module: it must load as Lua; the file is the image the worker loads.
-function Sim:compile_source(src)
+-- With sizes compiled in (opts.case: kloop.eval.evaluator's compile_all), the module
+-- sees its defines (the point's and the case's sizes) as the local table KLOOP_DEFINES,
+-- set on its first line (line numbers stay). A module written before is "cached"; M.compiles
+-- counts the others.
+M.compiles = 0
+function Sim:compile_source(src, opts)
   local t0 = sys.now()
   local chunk, err = loadstring(src, "=candidate")
   if not chunk then return { ok = false, log = err, seconds = sys.now() - t0 } end
+  if opts and opts.case then
+    local _, copts = self:compiler(opts, src)
+    local parts = {}
+    for _, k in ipairs(util.sorted_keys(copts.defines or {})) do
+      parts[#parts + 1] = string.format("[%q] = %s", k, tonumber(copts.defines[k]) or string.format("%q", copts.defines[k]))
+    end
+    src = "local KLOOP_DEFINES = {" .. table.concat(parts, ", ") .. "}; " .. src
+  end
   local path = string.format("%s/%s.lua", module_dir(), sys.content_hash(src))
+  if modules.paths[path] then return { ok = true, cubin_path = path, seconds = sys.now() - t0, cached = true } end
   local ok, werr = util.write_file(path, src)
   if not ok then return { ok = false, log = "cannot write " .. path .. ": " .. tostring(werr) } end
   modules.paths[path] = true
+  M.compiles = M.compiles + 1
   return { ok = true, cubin_path = path, seconds = sys.now() - t0, cached = false }
 end
 
