@@ -61,8 +61,11 @@ function M.main(args)
             local okc3, cerr3 = be.set_compare_kernel(req.compare_cubin)
             if not okc3 then return { ok = false, error = cerr3 } end
           end
+          local t0 = sys.now()
           local r, err = protocol.setup(be, req.spec, req.ref_cubin)
           if not r then return { ok = false, error = err } end
+          -- (the set-up's backend calls are its own, not the first candidate's)
+          if traced then r.worker_trace = require("kloop.worker.trace").take(traced, sys.now() - t0) end
           r.ok = true
           return r
         elseif CANDIDATE_OPS[req.op] then
