@@ -1,5 +1,6 @@
-// expect: wrong nondeterministic
-// Shared-memory tiling without the barriers: threads read tiles before they are loaded.
+// expect: wrong nondeterministic nan
+// Shared-memory tiling without the barriers: threads read tiles before they are loaded
+// (stale shared memory, whatever ran before: finite garbage, or NaN bit patterns).
 // kloop: launch grid = {cdiv(N, 16), cdiv(M, 16)}, block = {16, 16}
 extern "C" __global__ void gemm(int M, int N, int K, const float *A, const float *B, float *C) {
   __shared__ float As[16][16], Bs[16][16];

@@ -21,7 +21,8 @@ local cases = {
   { task = "kernels/saxpy.lua", wrong = function(src) return (src:gsub("out%[i%] = a", "out[i] = (i == 54321) ? 0.0f : a")) end },
   { task = "kernels/stencil.lua", extra = { halo = util.read_file("bench/candidates/stencil_bad_halo.cu") } },
 }
-print(string.format("%-8s %-10s %-10s %-10s %8s %8s  %s", "task", "candidate", "host", "device", "host s", "dev s", "reason"))
+print(string.format("%-8s %-10s %-10s %-10s %8s %8s %4s  %s", "task", "candidate", "host", "device", "host s", "dev s",
+  "ndev", "reason"))
 for _, c in ipairs(cases) do
   local task = assert(taskmod.load(c.task))
   local cands = { { "baseline", task.source } }
@@ -42,8 +43,8 @@ for _, c in ipairs(cases) do
       t[mode] = sys.now() - t0
     end
     local h, d = r.host, r.device
-    print(string.format("%-8s %-10s %-10s %-10s %8.2f %8.2f  %s", task.name, cand[1], h.verdict, d.verdict, t.host,
-      t.device, (d.reason or ""):sub(1, 90)))
+    print(string.format("%-8s %-10s %-10s %-10s %8.2f %8.2f %4d  %s", task.name, cand[1], h.verdict, d.verdict, t.host,
+      t.device, d.device_compares or 0, (d.reason or ""):sub(1, 80)))
     check(h.verdict == d.verdict, "%s %s: host %s, device %s (%s)", task.name, cand[1], h.verdict, d.verdict,
       tostring(d.reason))
     if h.verdict ~= "ok" then
@@ -52,6 +53,13 @@ for _, c in ipairs(cases) do
         task.name, cand[1], tostring(he.case), tostring(he.index), tostring(de.case), tostring(de.index))
     end
     check((cand[1] == "baseline") == (d.verdict == "ok"), "%s %s: verdict %s", task.name, cand[1], d.verdict)
+    -- which path ran: the host evaluator never compares on the device; the device one does
+    -- at the bench size (a candidate refused at a small size may not get there)
+    check(not h.device_compares, "%s %s: the host evaluator compared on the device", task.name, cand[1])
+    if d.verdict == "ok" then
+      check((d.device_compares or 0) >= 2, "%s %s: %s comparisons on the device (the bench size's two sets at least)",
+        task.name, cand[1], tostring(d.device_compares))
+    end
   end
   evs.host:close()
   evs.device:close()

@@ -137,6 +137,10 @@ extern "C" __global__ void __launch_bounds__(256) kloop_compare(const void *out,
     __syncthreads();
   }
   if (threadIdx.x == 0) parts[blockIdx.x] = sh[0];
+  // shared memory outlives the kernel: no partial sum (nor a reference value at the worst
+  // element) is left there for a later kernel that reads shared memory it never wrote
+  __syncthreads();
+  sh[threadIdx.x] = kl_cmp_part{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 }
 ]]
 

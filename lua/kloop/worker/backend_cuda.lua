@@ -356,6 +356,9 @@ function M.set_compare_kernel(path)
   return true
 end
 
+-- Whether outputs can be compared here (the setup request brought the kernel).
+function M.device_compare_ready() return M.compare_fn ~= nil end
+
 -- Compares n elements of out (dtype f32 or f64, device) with the masked reference ref
 -- (f32 or f64, device; kl_buf_mask with seed) as kl_buf_compare does on the host: the
 -- same fields (counts, firsts, worst, norms), merged from the blocks in order. Returns

@@ -626,6 +626,9 @@ end
 -- from host truth or, where that fails, the worker restarts (result.restart).
 local function after_candidate(be, result)
   if result.fatal or not state then return result end
+  -- how many output comparisons ran on the device for this candidate (kept on the result)
+  if (state.device_compares or 0) > 0 then result.device_compares = state.device_compares end
+  state.device_compares = 0
   local bad = M.check_state(be)
   if bad or state.tripped then
     if bad then
@@ -661,6 +664,7 @@ local function check_outputs(be, spec, case, s, phase)
         local m2, f2
         cmp, m2, f2 = be.compare_device(case.dev[i], a.dtype, ref.dev_buf.ptr, ref.dtype, count, max_abs, 64 * tol.rel,
           buf.poison_pattern(a.dtype), true, state.mseed)
+        state.device_compares = (state.device_compares or 0) + 1
         if not cmp then return verdict(f2 and "crashed" or "launch_error", "comparison on the device: " .. tostring(m2)), f2 end
       else
         local host = state.check_out and state.check_out[i] or state.scratch[1]
