@@ -382,11 +382,35 @@ static void word_range(const word_job *j, size_t part, size_t *lo, size_t *hi) {
   *hi = part + 1 >= j->nparts ? j->nwords : *lo + KL_PART;
 }
 
+/* The references' mask: Philox4x32-10 (the counter-based generator of Random123 and
+   cuRAND) keyed with the 64-bit seed, counter = the word's index / 4. Unlike the guard
+   pattern (two invertible mixes of a 32-bit key), a word of it and its index do not give
+   the key away. The comparison kernel (lua/kloop/eval/worker_client.lua) computes the
+   same words; tests/unit/test_buf.c checks both against each other. */
+static void philox10(uint32_t c[4], uint32_t k0, uint32_t k1) {
+  for (int r = 0; r < 10; r++) {
+    uint64_t p0 = (uint64_t)0xD2511F53u * c[0], p1 = (uint64_t)0xCD9E8D57u * c[2];
+    uint32_t n0 = (uint32_t)(p1 >> 32) ^ c[1] ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c[3] ^ k1;
+    c[1] = (uint32_t)p1;
+    c[3] = (uint32_t)p0;
+    c[0] = n0;
+    c[2] = n2;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+}
+
+uint32_t kl_mask_word(uint64_t i, uint64_t seed) {
+  uint32_t c[4] = {(uint32_t)(i >> 2), (uint32_t)(i >> 34), 0x6B6C6F6Fu, 0x6D61736Bu}; /* "kloo", "mask" */
+  philox10(c, (uint32_t)seed, (uint32_t)(seed >> 32));
+  return c[i & 3];
+}
+
 static void mask_part(void *ctx, size_t part) {
   const word_job *j = ctx;
   size_t lo, hi;
   word_range(j, part, &lo, &hi);
-  for (size_t i = lo; i < hi; i++) j->dst[i] = j->src[i] ^ kl_guard_word(i, j->seed);
+  for (size_t i = lo; i < hi; i++) j->dst[i] = j->src[i] ^ kl_mask_word(i, j->seed);
 }
 
 void kl_buf_mask(void *dst, const void *src, size_t nwords, uint64_t seed) {

@@ -292,8 +292,11 @@ typedef struct kl_cmp_part {
   int64_t n_unwritten, first_unwritten, n_nonfinite, first_nonfinite, n_bad, first_bad, worst_index;
 } kl_cmp_part;
 
-/* dst = src XOR the guard pattern of seed, word by word (its own inverse): a reference
-   kept on the device masked, so a candidate that finds it reads no values. */
+/* Word i of the mask of seed: Philox4x32-10 keyed with seed, counter i / 4 (kl_buf.c). */
+uint32_t kl_mask_word(uint64_t i, uint64_t seed);
+/* dst = src XOR the mask of seed, word by word (its own inverse): a reference kept on the
+   device masked, so a candidate that finds it reads no values (nor, from a known value,
+   the key). */
 void kl_buf_mask(void *dst, const void *src, size_t nwords, uint64_t seed);
 uint64_t kl_digest(const void *p, size_t nwords, uint64_t seed);
 /* Checks regions of host memory (the host backend; the reference for the GPU kernel). */

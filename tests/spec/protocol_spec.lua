@@ -519,6 +519,14 @@ describe("kloop.protocol: outputs checked by digest", function()
     assert.matches("bench", r.reason, 1, true)
   end)
 
+  it("calls different bits within the tolerance at a timed launch nondeterministic when the task asks for exact repeats", function()
+    assert(protocol.setup(sim, SPEC, REF))
+    -- exact through verification and the repeat, then one part in 10^6 off at the 2nd timed launch
+    local r = evaluate(COUNTED:format([[if M == 16 and k == 3 + 2 then C[0] = C[0] * (1 + 1e-6) end]]), { timing = EIGHT })
+    assert.are.equal("nondeterministic", r.verdict, r.reason)
+    assert.matches("timed launch 2", r.reason, 1, true)
+  end)
+
   it("passes noise within the tolerance when the task allows nondeterminism", function()
     local spec = spec_for({ { label = "check1", M = 5, N = 7, K = 3 }, { label = "bench", M = 16, N = 16, K = 16, bench = true } })
     spec.tolerance = { rel = 1e-5, deterministic = "tolerance" }
@@ -598,6 +606,35 @@ describe("kloop.protocol: comparison on the device", function()
       else g.gemm(M, N, K, A, B, C) end end]])
     -- (masked words read as floats are garbage: NaNs among them)
     assert.is_true(v.verdict == "wrong" or v.verdict == "nan", v.verdict .. ": " .. tostring(v.reason))
+  end)
+
+  it("gives every reference its own mask key: two masked references XORed are not the plain ones XORed", function()
+    sim.device_compare = true
+    assert(protocol.setup(sim, SPEC, REF))
+    local st = protocol.debug_state()
+    local r1, r2 = st.cases[3].sets[1].refs[6], st.cases[3].sets[2].refs[6]
+    local ffi = require("ffi")
+    local m1, m2 = ffi.cast("uint32_t*", r1.dev_buf.ptr), ffi.cast("uint32_t*", r2.dev_buf.ptr)
+    local p1, p2 = ffi.cast("uint32_t*", r1.host), ffi.cast("uint32_t*", r2.host)
+    local same = 0
+    for k = 0, 511 do if bit.bxor(m1[k], m2[k]) == bit.bxor(p1[k], p2[k]) then same = same + 1 end end
+    assert.is_true(same < 8, same .. " of 512 words: the two masks are the same")
+    assert.are_not.equal(r1.mask_seed, r2.mask_seed)
+  end)
+
+  it("compares on the host when the device has no room for a reference", function()
+    local full = setmetatable({ alloc = function(bytes)
+      if debug.traceback():find("keep_on_device", 1, true) then return nil, "out of memory (simulated)" end
+      return sim.alloc(bytes)
+    end }, { __index = sim })
+    sim.device_compare = true
+    assert(protocol.setup(full, SPEC, REF))
+    local n0 = sim.compares_on_device
+    local ok = protocol.evaluate(full, { cubin = module(BODIES.ok), plans = plans(), timing = { budget = 0.05, min_reps = 3 } })
+    assert.are.equal("ok", ok.verdict, ok.reason)
+    local w = protocol.evaluate(full, { cubin = module(BODIES.wrong), plans = plans(), timing = { budget = 0.05, min_reps = 3 } })
+    assert.are.equal("wrong", w.verdict, w.reason)
+    assert.are.equal(n0, sim.compares_on_device, "a reference without room on the device was compared there")
   end)
 
   it("catches a kernel that overwrites the reference, and restores it for the next candidate", function()

@@ -517,9 +517,14 @@ static void test_parts(void) {
   CHECK(kl_digest(w, n, seed + 1) != want, "digest ignores its seed");
   kl_buf_mask(x, w, n, 77);
   int bad = 0;
-  for (size_t i = 0; i < n; i += 4099) bad += x[i] != (w[i] ^ kl_guard_word(i, 77));
-  bad += x[n - 1] != (w[n - 1] ^ kl_guard_word(n - 1, 77));
-  CHECK(bad == 0, "%d masked words are not the guard pattern", bad);
+  for (size_t i = 0; i < n; i += 4099) bad += x[i] != (w[i] ^ kl_mask_word(i, 77));
+  bad += x[n - 1] != (w[n - 1] ^ kl_mask_word(n - 1, 77));
+  CHECK(bad == 0, "%d masked words are not the mask", bad);
+  /* the mask depends on the whole 64-bit key: keys that differ only above bit 32 differ */
+  int same = 0;
+  for (uint64_t i = 0; i < 1024; i++)
+    same += kl_mask_word(i, 77) == kl_mask_word(i, 77 + (UINT64_C(1) << 40));
+  CHECK(same < 4, "%d of 1024 mask words ignore the key's high half", same);
   kl_buf_mask(x, x, n, 77);
   CHECK(memcmp(x, w, n * sizeof *w) == 0, "masking twice is not the identity");
   free(p);

@@ -82,10 +82,22 @@ struct kl_cmp_part {
 __device__ __forceinline__ unsigned kl_fmix32(unsigned h) {
   h ^= h >> 16; h *= 0x85EBCA6Bu; h ^= h >> 13; h *= 0xC2B2AE35u; h ^= h >> 16; return h;
 }
+// kl_mask_word of src/kl_buf.c: Philox4x32-10 keyed with the seed, counter = word / 4
+// (begin kl_mask_word: tests/unit/test_mask.sh compiles this text on the host and
+// compares it with kl_buf.c's)
 __device__ __forceinline__ unsigned kl_mask_word(unsigned long long i, unsigned long long seed) {
-  unsigned k = kl_fmix32((unsigned)i * 0x9E3779B1u + (unsigned)(i >> 32) * 0x7FEB352Du + (unsigned)seed);
-  return kl_fmix32(k ^ (unsigned)(seed >> 32));
+  unsigned c0 = (unsigned)(i >> 2), c1 = (unsigned)(i >> 34), c2 = 0x6B6C6F6Fu, c3 = 0x6D61736Bu;
+  unsigned k0 = (unsigned)seed, k1 = (unsigned)(seed >> 32);
+  for (int r = 0; r < 10; r++) {
+    unsigned long long p0 = (unsigned long long)0xD2511F53u * c0, p1 = (unsigned long long)0xCD9E8D57u * c2;
+    unsigned n0 = (unsigned)(p1 >> 32) ^ c1 ^ k0, n2 = (unsigned)(p0 >> 32) ^ c3 ^ k1;
+    c1 = (unsigned)p1; c3 = (unsigned)p0; c0 = n0; c2 = n2;
+    k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;
+  }
+  unsigned q = (unsigned)(i & 3);
+  return q == 0 ? c0 : q == 1 ? c1 : q == 2 ? c2 : c3;
 }
+// (end kl_mask_word)
 __device__ void kl_first(long long &n, long long &first, long long bn, long long bfirst) {
   if (bn && (!n || bfirst < first)) first = bfirst;
   n += bn;

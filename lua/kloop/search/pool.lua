@@ -95,6 +95,7 @@ function Pool:run(list, run, hooks)
     results[i] = r
   end
   local function step(slot)
+    slot.woke = sys.now()
     local ok, r = coroutine.resume(slot.co)
     if not ok or coroutine.status(slot.co) == "dead" then finish(slot, ok, r) end
   end
@@ -137,7 +138,13 @@ function Pool:run(list, run, hooks)
     end
     if #procs > 0 then
       local k = proc.wait_any(procs, 0.25)
-      if k then step(slots[k]) else for _, s in ipairs(slots) do if running[s] then step(s) end end end
+      if k then step(slots[k]) end
+      -- and every worker not woken for a while, so each checks its own deadline even
+      -- while the others keep replying
+      local now = sys.now()
+      for _, s in ipairs(slots) do
+        if running[s] and (not k or now - (s.woke or 0) > 0.25) and s ~= slots[k or 0] then step(s) end
+      end
     end
     if sys.interrupted() then err = err or sys.INTERRUPTED end
   end

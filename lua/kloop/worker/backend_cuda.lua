@@ -335,9 +335,11 @@ function M.check_regions(arr, n, out)
   local gx = math.max(1, math.min(M.info.sm_count * 4, math.ceil(most / (256 * 8))))
   if ok then ok, msg, fatal = M.launch(M.check_fn, { gx, n, 1 }, { 256, 1, 1 }, 0, M.check_params) end
   if ok then ok, msg, fatal = M.d2h(out, M.check_res, n * ffi.sizeof("kl_region_result")) end
-  -- the descriptors hold the digests' seeds: cleared, so no candidate launched after
-  -- this check can read them from device memory and forge an output with a matching digest
-  if ok then ok, msg, fatal = M.fill32(M.check_desc, 0, n * ffi.sizeof("kl_region") / 4) end
+  -- the descriptors hold the digests' seeds and the results the digests: both cleared
+  -- whole, so no candidate launched after this check reads them (to forge an output with
+  -- a matching digest) or keeps anything there between its launches
+  if ok then ok, msg, fatal = M.fill32(M.check_desc, 0, M.max_regions * ffi.sizeof("kl_region") / 4) end
+  if ok then ok, msg, fatal = M.fill32(M.check_res, 0, M.max_regions * ffi.sizeof("kl_region_result") / 4) end
   return ok, msg, fatal
 end
 
@@ -353,7 +355,8 @@ function M.set_compare_kernel(path)
   if not parts then return nil, "comparison kernel: " .. tostring(e2) end
   M.compare_mod, M.compare_fn, M.compare_parts = mod, fn, parts
   M.compare_host = ffi.new("kl_cmp_part[?]", M.max_compare_blocks)
-  return true
+  M.compare_words = M.max_compare_blocks * ffi.sizeof("kl_cmp_part") / 4
+  return M.fill32(parts, 0, M.compare_words)
 end
 
 -- Whether outputs can be compared here (the setup request brought the kernel).
@@ -384,6 +387,9 @@ function M.compare_device(out, out_dtype, ref, ref_dtype, n, atol, rtol, pat, ch
   local params = ffi.new("void*[12]", a)
   local ok, msg, fatal = M.launch(M.compare_fn, { nb, 1, 1 }, { 256, 1, 1 }, 0, params)
   if ok then ok, msg, fatal = M.d2h(M.compare_host, M.compare_parts, nb * ffi.sizeof("kl_cmp_part")) end
+  -- cleared whole: no partial sum is left for a candidate, and nothing it wrote survives
+  -- (the buffer is checked as zeros after every candidate: state_regions)
+  if ok then ok, msg, fatal = M.fill32(M.compare_parts, 0, M.compare_words) end
   if not ok then return nil, msg, fatal end
   local r = { n_unwritten = 0, first_unwritten = -1, n_nonfinite = 0, first_nonfinite = -1, n_bad = 0, first_bad = -1,
     worst_index = -1, max_abs_err = 0, worst_out = 0, worst_ref = 0, ref_max_abs = 0 }
@@ -408,12 +414,23 @@ end
 
 -- The backend's own device state a candidate could reach: the L2 flush scratch (zeros).
 function M.state_regions()
-  if not M.flush_ptr then return {} end
-  return { { ptr = M.flush_ptr, nwords = M.flush_words, mode = buf.REGION.const, word = 0,
-    what = "kloop's L2 flush buffer" } }
+  local out = {}
+  if M.flush_ptr then
+    out[#out + 1] = { ptr = M.flush_ptr, nwords = M.flush_words, mode = buf.REGION.const, word = 0,
+      what = "kloop's L2 flush buffer" }
+  end
+  if M.compare_fn then
+    out[#out + 1] = { ptr = M.compare_parts, nwords = M.compare_words, mode = buf.REGION.const, word = 0,
+      what = "kloop's comparison buffer" }
+  end
+  return out
 end
 
 function M.restore_state()
+  if M.compare_fn then
+    local ok, msg = check(C.kl_cuda_fill32(M.compare_parts, 0, M.compare_words, err))
+    if not ok then return nil, msg end
+  end
   if not M.flush_ptr then return true end
   return check(C.kl_cuda_fill32(M.flush_ptr, 0, M.flush_words, err))
 end
