@@ -109,6 +109,21 @@ describe("kloop.search.pool", function()
   end)
 end)
 
+describe("the speedup by the chain of crowning A/Bs", function()
+  it("multiplies the A/B ratios from the baseline to the best, and has none for a broken chain", function()
+    local ctx = setmetatable({ history = {} }, driver.Ctx)
+    local base = { id = 1, proposer = "baseline", result = { verdict = "ok", time_ms = 10 } }
+    local a = { id = 2, result = { verdict = "ok", time_ms = 5, ab = { ratio = 1.2, faster = true, vs = 1, vs_baseline = true } } }
+    local b = { id = 3, result = { verdict = "ok", time_ms = 4, ab = { ratio = 1.1, faster = true, vs = 2 } } }
+    ctx.history = { base, a, b }
+    ctx.baseline = base
+    assert.is_true(math.abs(ctx:ab_chain(b) - 1.32) < 1e-12)
+    assert.are.equal(2, ctx:speedup(a)) -- the medians' ratio, for comparison
+    a.result.ab.faster = false
+    assert.is_nil(ctx:ab_chain(b))
+  end)
+end)
+
 describe("--workers on the host backend", function()
   local TASK = "examples/cpu/sgemm_blocked.c"
 
@@ -145,6 +160,7 @@ describe("--workers on the host backend", function()
     end
     assert.is_true(workers["1"] and workers["2"], "both workers evaluated candidates: " .. out)
     assert.matches("workers: 2", out)
+    if out:find("crowned:", 1, true) then assert.matches("by A/B:", out) end
   end)
 
   it("refuses what it cannot honour, with the fix", function()

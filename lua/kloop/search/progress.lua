@@ -17,6 +17,21 @@ function P:speedup(cand)
   return b.time_ms / cand.result.time_ms
 end
 
+-- The product of the crowning A/B ratios from the baseline to cand (each A/B timed both
+-- sides on one worker, interleaved), or nil when the chain is not whole. With several
+-- workers this is the within-device speedup; the medians' ratio mixes workers.
+function P:ab_chain(cand)
+  local prod, c = 1, cand
+  for _ = 1, #self.history do
+    local ab = c and c.result and c.result.ab
+    if not (ab and ab.ratio and ab.faster) then return nil end
+    prod = prod * ab.ratio
+    if ab.vs_baseline then return prod end
+    c = self.history[ab.vs]
+  end
+  return nil
+end
+
 -- How a candidate reads in a line: its parameters, else its label or proposer.
 function P:describe(cand)
   local d = {}
@@ -164,6 +179,12 @@ function M.summary(ctx, status, reason)
       ctx:describe(ctx.best)))
     local ab = M.ab_text(r.ab)
     if ab then print("crowned:  " .. ab) end
+    local chain = ctx.pool and ctx:ab_chain(ctx.best)
+    if chain then
+      -- (several workers: the medians above come from different workers)
+      print(string.format("by A/B:   %.2fx over the baseline, the crowning A/B ratios multiplied (each on one worker)",
+        chain))
+    end
   end
   if ctx.promotion then print(M.promotion_text(ctx.promotion)) end
 end
