@@ -316,9 +316,10 @@ end
 
 -- Compiles in the background (M.run with opts.background): jobs started and not yet
 -- read, and jobs waiting for a free slot, by cache key. A job is read when a
--- compile of the same key asks for it (M.compile waits for that one alone), or by
--- M.pump, which the evaluator calls between evaluations. So the compilers of a batch
--- run while the worker evaluates the batch's first candidates.
+-- compile of the same key asks for it (M.compile waits for that one alone, then
+-- M.pump reads the others that are done and starts queued ones in the freed slots). So
+-- the compilers of a batch run while the worker evaluates the batch's first candidates;
+-- a batch larger than the slots starts its rest as the first ones are waited for.
 local bg = { running = {}, queue = {}, by_key = {}, parallel = M.default_parallel, deadline = M.default_deadline }
 M.background = bg
 
