@@ -543,14 +543,14 @@ typedef struct cmp_part {
   double atol, rtol;
   int check_poison;
   const uint64_t *pat;
-  double err2, ref2, refmax, maxerr;
-  kl_cmp r; /* counts, firsts and the worst element of the range */
+  kl_cmp_part *s; /* the range's sums, counts, firsts and worst element */
 } cmp_part;
 
 static void compare_range(cmp_part *p) {
   const unsigned char *ob = p->out;
   double ov[CHUNK], rv[CHUNK];
-  kl_cmp *res = &p->r;
+  kl_cmp_part *res = p->s;
+  memset(res, 0, sizeof *res);
   res->first_unwritten = res->first_nonfinite = res->first_bad = res->worst_index = -1;
   for (size_t off = p->lo; off < p->hi; off += CHUNK) {
     size_t k = p->hi - off < CHUNK ? p->hi - off : CHUNK;
@@ -562,8 +562,8 @@ static void compare_range(cmp_part *p) {
       int ref_fin = isfinite(r);
       if (ref_fin) {
         double ar = fabs(r);
-        p->ref2 += r * r;
-        if (ar > p->refmax) p->refmax = ar;
+        res->ref2 += r * r;
+        if (ar > res->refmax) res->refmax = ar;
       }
       if (p->check_poison && raw_bits(ob + idx * p->os, p->os) == p->pat[idx % p->period]) {
         if (res->n_unwritten++ == 0) res->first_unwritten = (int64_t)idx;
@@ -575,10 +575,10 @@ static void compare_range(cmp_part *p) {
         continue;
       }
       double e = fabs(o - r);
-      p->err2 += e * e;
+      res->err2 += e * e;
       if (e > p->atol + p->rtol * fabs(r) && res->n_bad++ == 0) res->first_bad = (int64_t)idx;
-      if (res->worst_index < 0 || e > p->maxerr) {
-        p->maxerr = e;
+      if (res->worst_index < 0 || e > res->maxerr) {
+        res->maxerr = e;
         res->worst_index = (int64_t)idx;
         res->worst_out = o;
         res->worst_ref = r;
@@ -610,47 +610,65 @@ int kl_buf_compare(const void *out, kl_dtype out_t, const void *ref, kl_dtype re
     kl_buf_poison(buf, 8, poison);
     for (size_t j = 0; j < period; j++) pat[j] = raw_bits(buf + j * os, os);
   }
-  cmp_part one = {out, ref, out_t, ref_t, os, period, 0, n, atol, rtol, check_poison, pat, 0, 0, 0, 0, {0}};
+  kl_cmp_part one_s;
+  cmp_part one = {out, ref, out_t, ref_t, os, period, 0, n, atol, rtol, check_poison, pat, &one_s};
   size_t nparts = nparts_of(n);
   cmp_part *parts = nparts > 1 ? calloc(nparts, sizeof *parts) : NULL;
-  if (!parts) {
+  kl_cmp_part *sums = parts ? calloc(nparts, sizeof *sums) : NULL;
+  if (!sums) {
+    free(parts);
+    parts = NULL;
     nparts = 1;
-    parts = &one;
+    sums = &one_s;
     compare_range(&one);
   } else {
     for (size_t i = 0; i < nparts; i++) {
       parts[i] = one;
       parts[i].lo = i * KL_PART;
       parts[i].hi = i + 1 == nparts ? n : (i + 1) * KL_PART;
+      parts[i].s = &sums[i];
     }
     run_parts(compare_part, parts, nparts);
   }
+  kl_cmp_merge(sums, nparts, n, res);
+  if (parts) {
+    free(parts);
+    free(sums);
+  }
+  return KL_OK;
+}
+
+/* The parts of one comparison, in order, into its result: sums added, the first part
+   with an element of a kind gives that kind's first index, the worst element is the
+   largest error (the earliest of equal ones). The host comparison and the GPU's blocks
+   (lua/kloop/worker/backend_cuda.lua) are both merged here. */
+void kl_cmp_merge(const kl_cmp_part *parts, size_t nparts, size_t n, kl_cmp *res) {
+  memset(res, 0, sizeof *res);
+  res->n = n;
+  res->first_unwritten = res->first_nonfinite = res->first_bad = res->worst_index = -1;
   double err2 = 0, ref2 = 0, refmax = 0, maxerr = 0;
   for (size_t i = 0; i < nparts; i++) {
-    const cmp_part *p = &parts[i];
-    const kl_cmp *q = &p->r;
-    err2 += p->err2;
-    ref2 += p->ref2;
-    if (p->refmax > refmax) refmax = p->refmax;
+    const kl_cmp_part *q = &parts[i];
+    err2 += q->err2;
+    ref2 += q->ref2;
+    if (q->refmax > refmax) refmax = q->refmax;
     if (q->n_unwritten && res->n_unwritten == 0) res->first_unwritten = q->first_unwritten;
     if (q->n_nonfinite && res->n_nonfinite == 0) res->first_nonfinite = q->first_nonfinite;
     if (q->n_bad && res->n_bad == 0) res->first_bad = q->first_bad;
-    res->n_unwritten += q->n_unwritten;
-    res->n_nonfinite += q->n_nonfinite;
-    res->n_bad += q->n_bad;
-    if (q->worst_index >= 0 && (res->worst_index < 0 || p->maxerr > maxerr)) {
-      maxerr = p->maxerr;
+    res->n_unwritten += (size_t)q->n_unwritten;
+    res->n_nonfinite += (size_t)q->n_nonfinite;
+    res->n_bad += (size_t)q->n_bad;
+    if (q->worst_index >= 0 && (res->worst_index < 0 || q->maxerr > maxerr)) {
+      maxerr = q->maxerr;
       res->worst_index = q->worst_index;
       res->worst_out = q->worst_out;
       res->worst_ref = q->worst_ref;
     }
   }
-  if (parts != &one) free(parts);
   res->max_abs_err = maxerr;
   res->err_norm = sqrt(err2);
   res->ref_norm = sqrt(ref2);
   res->ref_max_abs = refmax;
-  return KL_OK;
 }
 
 /* Returns -2 for an unknown dtype: -1 already means "identical". */

@@ -294,6 +294,8 @@ typedef struct kl_cmp_part {
 
 /* Word i of the mask of seed: Philox4x32-10 keyed with seed, counter i / 4 (kl_buf.c). */
 uint32_t kl_mask_word(uint64_t i, uint64_t seed);
+/* The parts of one comparison (the host's, or the GPU's blocks), in order, into res. */
+void kl_cmp_merge(const kl_cmp_part *parts, size_t nparts, size_t n, kl_cmp *res);
 /* dst = src XOR the mask of seed, word by word (its own inverse): a reference kept on the
    device masked, so a candidate that finds it reads no values (nor, from a known value,
    the key). */

@@ -533,6 +533,35 @@ static void test_parts(void) {
   free(x);
 }
 
+/* Parts as the GPU's blocks write them (firsts -1 where a block has none), merged in
+   block order: the first block with an element of a kind gives its first, counts add,
+   the worst is the largest error, the earliest block of equal ones. */
+static void test_cmp_merge(void) {
+  kl_cmp_part p[3];
+  memset(p, 0, sizeof p);
+  for (int b = 0; b < 3; b++) {
+    p[b].first_unwritten = p[b].first_nonfinite = p[b].first_bad = -1;
+    p[b].worst_index = -1;
+  }
+  p[0].err2 = 1, p[0].ref2 = 4, p[0].refmax = 2, p[0].maxerr = 0.5, p[0].worst_index = 3;
+  p[1].err2 = 2, p[1].ref2 = 5, p[1].refmax = 7, p[1].maxerr = 0.75, p[1].worst_index = 40;
+  p[1].worst_out = 1.5, p[1].worst_ref = 0.75;
+  p[1].n_bad = 2, p[1].first_bad = 41;
+  p[2].maxerr = 0.75, p[2].worst_index = 80; /* ties with block 1: block 1 stays */
+  p[2].n_bad = 1, p[2].first_bad = 81, p[2].n_unwritten = 3, p[2].first_unwritten = 82;
+  kl_cmp c;
+  kl_cmp_merge(p, 3, 100, &c);
+  CHECK(c.n == 100 && c.n_bad == 3 && c.first_bad == 41, "bad %zu first %lld", c.n_bad,
+        (long long)c.first_bad);
+  CHECK(c.n_unwritten == 3 && c.first_unwritten == 82, "unwritten %zu first %lld", c.n_unwritten,
+        (long long)c.first_unwritten);
+  CHECK(c.n_nonfinite == 0 && c.first_nonfinite == -1, "nonfinite");
+  CHECK(c.worst_index == 40 && c.max_abs_err == 0.75 && c.worst_out == 1.5, "worst at %lld",
+        (long long)c.worst_index);
+  CHECK(c.err_norm == sqrt(3.0) && c.ref_norm == 3.0 && c.ref_max_abs == 7, "norms %g %g", c.err_norm,
+        c.ref_norm);
+}
+
 int main(void) {
   test_sizes();
   test_half();
@@ -542,6 +571,7 @@ int main(void) {
   test_compare();
   test_compare_parts();
   test_parts();
+  test_cmp_merge();
   test_first_diff();
   test_convert();
   if (failures) {

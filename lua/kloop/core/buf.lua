@@ -72,7 +72,15 @@ function M.first_diff(a, b, dtype, n) return tonumber(C.kl_buf_first_diff(a, b, 
 -- Writes nwords of a guard pattern (from seed) into host memory p.
 function M.guard_fill(p, nwords, seed) C.kl_guard_fill(p, nwords, seed) end
 
--- dst = src masked with the guard pattern of seed (kl_buf_mask; applying it twice restores src).
+-- The first nparts kl_cmp_part of parts (a comparison's blocks, in order) merged into a
+-- kl_cmp, as buf.compare's own parts are (kl_cmp_merge): n elements in all.
+function M.merge_parts(parts, nparts, n)
+  local cmp = ffi.new("kl_cmp")
+  C.kl_cmp_merge(parts, nparts, n, cmp)
+  return cmp
+end
+
+-- dst = src masked with the mask of seed (kl_buf_mask; applying it twice restores src).
 function M.mask(dst, src, nwords, seed) C.kl_buf_mask(dst, src, nwords, seed) end
 
 -- The digest of nwords of p, as a region check computes it (uint64_t cdata).

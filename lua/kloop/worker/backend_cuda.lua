@@ -8,7 +8,9 @@ local util = require("kloop.util")
 local ffi = core.ffi
 local C = core.C
 
-local M = { name = "cuda" }
+-- checks_on_device: region checks are a kernel here, cheap enough for every timed
+-- repetition (kloop.worker.protocol)
+local M = { name = "cuda", checks_on_device = true }
 
 -- CUresult values after which the context is unusable (sticky errors).
 local FATAL = {
@@ -364,8 +366,8 @@ function M.device_compare_ready() return M.compare_fn ~= nil end
 
 -- Compares n elements of out (dtype f32 or f64, device) with the masked reference ref
 -- (f32 or f64, device; kl_buf_mask with seed) as kl_buf_compare does on the host: the
--- same fields (counts, firsts, worst, norms), merged from the blocks in order. Returns
--- the table, or nil, msg, fatal.
+-- blocks' parts merged in order by the same C function (kl_cmp_merge). Returns the
+-- kl_cmp, or nil, msg, fatal.
 local part_args = {}
 function M.compare_device(out, out_dtype, ref, ref_dtype, n, atol, rtol, pat, check_poison, seed)
   if not M.compare_fn then return nil, "no comparison kernel" end
@@ -391,25 +393,7 @@ function M.compare_device(out, out_dtype, ref, ref_dtype, n, atol, rtol, pat, ch
   -- (the buffer is checked as zeros after every candidate: state_regions)
   if ok then ok, msg, fatal = M.fill32(M.compare_parts, 0, M.compare_words) end
   if not ok then return nil, msg, fatal end
-  local r = { n_unwritten = 0, first_unwritten = -1, n_nonfinite = 0, first_nonfinite = -1, n_bad = 0, first_bad = -1,
-    worst_index = -1, max_abs_err = 0, worst_out = 0, worst_ref = 0, ref_max_abs = 0 }
-  local err2, ref2 = 0, 0
-  for b = 0, nb - 1 do
-    local q = M.compare_host[b]
-    err2, ref2 = err2 + q.err2, ref2 + q.ref2
-    if q.refmax > r.ref_max_abs then r.ref_max_abs = q.refmax end
-    for _, f in ipairs({ "unwritten", "nonfinite", "bad" }) do
-      local cnt = tonumber(q["n_" .. f])
-      if cnt > 0 and r["n_" .. f] == 0 then r["first_" .. f] = tonumber(q["first_" .. f]) end
-      r["n_" .. f] = r["n_" .. f] + cnt
-    end
-    local wi = tonumber(q.worst_index)
-    if wi >= 0 and (r.worst_index < 0 or q.maxerr > r.max_abs_err) then
-      r.max_abs_err, r.worst_index, r.worst_out, r.worst_ref = q.maxerr, wi, q.worst_out, q.worst_ref
-    end
-  end
-  r.err_norm, r.ref_norm = math.sqrt(err2), math.sqrt(ref2)
-  return r
+  return buf.merge_parts(M.compare_host, nb, n)
 end
 
 -- The backend's own device state a candidate could reach: the L2 flush scratch (zeros).

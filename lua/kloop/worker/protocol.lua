@@ -334,6 +334,11 @@ function M.setup(be, spec, ref_cubin)
   state = { spec = spec, cases = {}, bufs = {}, guard_seed = spec.guard_seed or 0, check = check_fn, live = {} }
   state.dseed = region_seed(0)
   state.oseed = region_seed(-1)
+  -- a poisoned element's bits per dtype, for the comparison on the device (built once)
+  state.poison_pattern = setmetatable({}, { __index = function(t, dtype)
+    t[dtype] = buf.poison_pattern(dtype)
+    return t[dtype]
+  end })
   if spec.guards ~= false then -- (without guard zones there is no pattern to write)
     state.guard_tmp = host_alloc(GUARD_MAX + 256)
     if not state.guard_tmp then free_state(be) return nil, "out of host memory for guard patterns" end
@@ -670,7 +675,7 @@ local function check_outputs(be, spec, case, s, phase)
         -- on the device, against the masked reference: nothing read back
         local m2, f2
         cmp, m2, f2 = be.compare_device(case.dev[i], a.dtype, ref.dev_buf.ptr, ref.dtype, count, max_abs, 64 * tol.rel,
-          buf.poison_pattern(a.dtype), true, ref.mask_seed)
+          state.poison_pattern[a.dtype], true, ref.mask_seed)
         state.device_compares = (state.device_compares or 0) + 1
         if not cmp then return verdict(f2 and "crashed" or "launch_error", "comparison on the device: " .. tostring(m2)), f2 end
       else
@@ -1186,7 +1191,9 @@ local function time_interleaved(be, spec, cands, timing)
   local target = timing.target_ci or 0.01
   local samples = {}
   for c = 1, #cands do samples[c] = {} end
-  local every = be.name ~= "host" -- (the host backend digests on the CPU: the first two and the last)
+  -- a backend whose region checks run on the device checks every repetition; one that
+  -- digests on the CPU (the host backend) the first two and the last
+  local every = be.checks_on_device == true
   if paired and timing.warmup ~= false then
     local c, wv, wf = warm_up(be, spec, case, cands, params, timing)
     if c then return nil, c, wv, wf end

@@ -1,7 +1,7 @@
 -- tests/spec/support/backend_sim.lua: a test double of a backend, so the protocol
 -- (verification, timing, verdicts) runs in CI without a GPU. "Modules" are Lua files
 -- returning kernels: function(params, grid, block) that read and write host memory.
-local M = { name = "sim", info = { name = "sim", arch = "sim" }, launches = 0 }
+local M = { name = "sim", info = { name = "sim", arch = "sim" }, launches = 0, checks_on_device = true }
 M.fail_next = nil -- set to {msg=, fatal=} to make the next launch fail
 
 function M.init() return M.info end
