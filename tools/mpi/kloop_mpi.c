@@ -363,6 +363,33 @@ static int run_rank0(int size, int k, double timeout_s, const char *kloop, int a
       }
     }
   }
+  /* A rank that died shortly before the search ended has not been found out yet, and
+     MPI_Finalize would wait for it forever: every rank must be heard from (its
+     heartbeat) after the end, within the rank timeout, or it counts as lost. */
+  double t_end = km_now();
+  for (int left = 1; left;) {
+    int src, sl, kind;
+    uint32_t gen;
+    char *data;
+    size_t n;
+    while (km_recv(&src, &sl, &kind, &gen, &data, &n)) {
+      if (src > 0 && src < size) seen[src] = km_now();
+      free(data);
+    }
+    km_progress();
+    left = 0;
+    for (int r = 1; r < size; r++) {
+      if (lost[r] || seen[r] > t_end) continue;
+      if (km_now() - t_end > timeout_s) {
+        lost[r] = 1;
+        nlost++;
+        lose_rank(cs, ncs, r, km_now() - seen[r]);
+      } else {
+        left = 1;
+      }
+    }
+    if (left) usleep(1000);
+  }
   for (int r = 1; r < size; r++)
     if (!lost[r]) km_send(r, 0, KM_QUIT, 0, NULL, 0);
   for (double t0 = km_now(); km_pending() && km_now() - t0 < 2.0;) {
