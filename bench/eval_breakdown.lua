@@ -32,6 +32,19 @@ local t0 = sys.now()
 local ev = eval.new(task, { trace = true })
 assert(ev:start())
 local t_start = sys.now() - t0
+-- the start's steps, and the set-up's calls (backend and host passes)
+local sp = {}
+for k, v in pairs(ev.start_parts or {}) do sp[#sp + 1] = string.format("%s %.2f s", k, v) end
+table.sort(sp)
+print("start: " .. table.concat(sp, ", "))
+local st = ev.setup_trace or {}
+local snames = {}
+for k in pairs(st) do if k ~= "_request" then snames[#snames + 1] = k end end
+table.sort(snames, function(a, b) return st[a].s > st[b].s end)
+print(string.format("%-22s %8s %10s", "setup", "calls", "seconds"))
+for i, k in ipairs(snames) do
+  if i <= 14 then print(string.format("%-22s %8d %10.3f", k, st[k].n, st[k].s)) end
+end
 local cands = {}
 for i, p in ipairs(points) do cands[i] = { source = "// variant " .. i .. "\n" .. task.source, defines = p } end
 local t1 = sys.now()

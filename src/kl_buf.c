@@ -690,6 +690,26 @@ int64_t kl_buf_first_diff(const void *a, const void *b, kl_dtype t, size_t n) {
   return -1;
 }
 
+/* A conversion in parts of elements (floats through doubles, CHUNK at a time). */
+typedef struct conv_job {
+  const void *src;
+  kl_dtype st;
+  void *dst;
+  kl_dtype dt;
+  size_t n, nparts;
+} conv_job;
+
+static void conv_part(void *ctx, size_t part) {
+  const conv_job *j = ctx;
+  size_t lo = part * KL_PART, hi = part + 1 >= j->nparts ? j->n : lo + KL_PART;
+  double v[CHUNK];
+  for (size_t off = lo; off < hi; off += CHUNK) {
+    size_t k = hi - off < CHUNK ? hi - off : CHUNK;
+    load_chunk(j->src, j->st, off, v, k);
+    store_chunk(j->dst, j->dt, off, v, k);
+  }
+}
+
 int kl_buf_convert(const void *src, kl_dtype src_t, void *dst, kl_dtype dst_t, size_t n) {
   size_t ss = kl_dtype_size(src_t), ds = kl_dtype_size(dst_t);
   if (ss == 0 || ds == 0) return KL_EINVAL;
@@ -703,11 +723,7 @@ int kl_buf_convert(const void *src, kl_dtype src_t, void *dst, kl_dtype dst_t, s
     for (size_t i = 0; i < n; i++) store_int(dst, dst_t, i, load_int(src, src_t, i));
     return KL_OK;
   }
-  double v[CHUNK];
-  for (size_t off = 0; off < n; off += CHUNK) {
-    size_t k = n - off < CHUNK ? n - off : CHUNK;
-    load_chunk(src, src_t, off, v, k);
-    store_chunk(dst, dst_t, off, v, k);
-  }
+  conv_job j = {src, src_t, dst, dst_t, n, nparts_of(n)};
+  run_parts(conv_part, &j, j.nparts);
   return KL_OK;
 }

@@ -588,17 +588,39 @@ describe("kloop.protocol: comparison on the device", function()
     end
   end)
 
+  -- the plain reference words of case 3, set s (the host path keeps them: the same
+  -- seeds give the same reference on either path)
+  local function plain_words(s, n)
+    sim.mask_on_device = false
+    assert(protocol.setup(sim, SPEC, REF))
+    local r = protocol.debug_state().cases[3].sets[s].refs[6]
+    assert.is_nil(r.backup)
+    local p = require("ffi").cast("uint32_t*", r.host)
+    local out = {}
+    for k = 0, n - 1 do out[k] = p[k] end
+    sim.mask_on_device = true
+    return out
+  end
+
   it("keeps the reference masked: a kernel that copies it into its output is wrong", function()
     sim.device_compare = true
+    local plain = plain_words(1, 512)
+    for _, on_dev in ipairs({ true, false }) do
+      sim.mask_on_device = on_dev
+      assert(protocol.setup(sim, SPEC, REF))
+      local st = protocol.debug_state()
+      local r = st.cases[3].sets[1].refs[6]
+      assert.is_table(r.dev_buf, "the bench reference is not on the device")
+      -- masked where it was computed: no plain copy on the host, a second copy on the device
+      assert.are.equal(on_dev, r.host == nil)
+      assert.are.equal(on_dev, r.backup ~= nil)
+      local dev = require("ffi").cast("uint32_t*", r.dev_buf.ptr)
+      local same = 0
+      for k = 0, 511 do if dev[k] == plain[k] then same = same + 1 end end
+      assert.is_true(same < 8, same .. " of 512 reference words readable on the device")
+    end
+    sim.mask_on_device = true
     assert(protocol.setup(sim, SPEC, REF))
-    local st = protocol.debug_state()
-    local r = st.cases[3].sets[1].refs[6]
-    assert.is_table(r.dev_buf, "the bench reference is not on the device")
-    local ffi = require("ffi")
-    local dev, host = ffi.cast("double*", r.dev_buf.ptr), ffi.cast("double*", r.host)
-    local same = 0
-    for k = 0, 255 do if dev[k] == host[k] then same = same + 1 end end
-    assert.is_true(same < 4, same .. " of 256 reference values readable on the device")
     local v = evaluate([[gemm = function(p) local M, N, K, A, B, C = g.args(p)
       local st = require("kloop.worker.protocol").debug_state()
       local ref = st.cases[3].sets[1].refs[6].dev_buf
@@ -615,16 +637,21 @@ describe("kloop.protocol: comparison on the device", function()
     local r1, r2 = st.cases[3].sets[1].refs[6], st.cases[3].sets[2].refs[6]
     local ffi = require("ffi")
     local m1, m2 = ffi.cast("uint32_t*", r1.dev_buf.ptr), ffi.cast("uint32_t*", r2.dev_buf.ptr)
-    local p1, p2 = ffi.cast("uint32_t*", r1.host), ffi.cast("uint32_t*", r2.host)
+    local w1, w2 = {}, {}
+    for k = 0, 511 do w1[k], w2[k] = m1[k], m2[k] end
+    local p1, p2 = plain_words(1, 512), plain_words(2, 512)
     local same = 0
-    for k = 0, 511 do if bit.bxor(m1[k], m2[k]) == bit.bxor(p1[k], p2[k]) then same = same + 1 end end
+    for k = 0, 511 do if bit.bxor(w1[k], w2[k]) == bit.bxor(p1[k], p2[k]) then same = same + 1 end end
     assert.is_true(same < 8, same .. " of 512 words: the two masks are the same")
     assert.are_not.equal(r1.mask_seed, r2.mask_seed)
   end)
 
   it("compares on the host when the device has no room for a reference", function()
     local full = setmetatable({ alloc = function(bytes)
-      if debug.traceback():find("keep_on_device", 1, true) then return nil, "out of memory (simulated)" end
+      local tb = debug.traceback()
+      if tb:find("keep_on_device", 1, true) or tb:find("mask_on_device", 1, true) then
+        return nil, "out of memory (simulated)"
+      end
       return sim.alloc(bytes)
     end }, { __index = sim })
     sim.device_compare = true
@@ -647,5 +674,18 @@ describe("kloop.protocol: comparison on the device", function()
     assert.matches("kloop's reference of C", v.reason, 1, true)
     local ok = evaluate(BODIES.ok)
     assert.are.equal("ok", ok.verdict, ok.reason)
+  end)
+
+  it("catches a kernel that overwrites both copies of the reference, and the worker starts afresh", function()
+    sim.device_compare = true
+    assert(protocol.setup(sim, SPEC, REF))
+    local v = evaluate([[gemm = function(p) local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C)
+      local r = require("kloop.worker.protocol").debug_state().cases[3].sets[2].refs[6]
+      ffi.cast("uint32_t*", r.dev_buf.ptr)[7] = 0
+      ffi.cast("uint32_t*", r.backup.ptr)[7] = 0 end]])
+    assert.are.equal("out_of_bounds", v.verdict, v.reason)
+    -- no copy is left to restore from: the worker must not go on with a wrong reference
+    assert.is_true(v.restart == true, "the worker went on after losing its reference")
+    assert(protocol.setup(sim, SPEC, REF))
   end)
 end)

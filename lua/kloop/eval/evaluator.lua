@@ -34,7 +34,8 @@ end
 
 function M.new(task, opts)
   opts = opts or {}
-  local self = setmetatable({ task = task, opts = opts, nsets = opts.nsets or 2, restarts = 0 }, Evaluator)
+  local self = setmetatable({ task = task, opts = opts, nsets = opts.nsets or 2, restarts = 0,
+    spent = { start = 0, compile = 0, worker = 0 } }, Evaluator)
   local secret = opts.secret
   if not secret then
     local bytes, err = sys.random_bytes(16)
@@ -85,6 +86,15 @@ function Evaluator:spec()
       ref_plan = plan.for_task(rtask, case.size, nil, point) }
   end
   return spec
+end
+
+-- Where the evaluator's wall time went (self.spent, seconds): start (the worker's
+-- start-up and the task's set-up), compile (compiling, or waiting for a background
+-- compile, at evaluation time) and worker (requests that run code). The run's summary
+-- shows them (kloop.search.progress).
+function Evaluator:spend(what, t0)
+  self.spent = self.spent or {}
+  self.spent[what] = (self.spent[what] or 0) + (sys.now() - t0)
 end
 
 function Evaluator:backend() return self.opts.backend or self.task.backend or "cuda" end
@@ -256,7 +266,12 @@ end
 function Evaluator:prepare(src, opts)
   local unguarded = taskmod.unguarded_reason(self.task, src)
   if unguarded then return nil, { verdict = "rejected", reason = unguarded }, {} end
+  local tc = sys.now()
   local built = self:compile_all(src, opts)
+  self:spend("compile", tc)
+  -- (a binary compiled ahead, by precompile or upcoming, is found at once)
+  self.waited_compiles = (self.waited_compiles or 0) + (sys.now() - tc > 0.005 and 1 or 0)
+  self.prepared = (self.prepared or 0) + 1
   for _, b in ipairs(built) do
     local job = b.job
     local at = b.case and (" at " .. self:case_text(b.case)) or ""

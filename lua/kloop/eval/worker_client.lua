@@ -66,6 +66,12 @@ extern "C" __global__ void kloop_check_regions(const kl_region *regs, kl_region_
     if (first) atomicMax(&out[blockIdx.y].first, first);
   }
 }
+// A guard zone's pattern written where it is (kl_guard_fill of src/kl_buf.c): mode 1's words
+extern "C" __global__ void kloop_guard_fill(unsigned *w, unsigned long long nwords, unsigned long long seed) {
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < nwords;
+       i += (unsigned long long)gridDim.x * blockDim.x)
+    w[i] = kl_fmix32(kl_pos_key(i, seed) ^ (unsigned)(seed >> 32));
+}
 ]]
 
 -- The bulk comparison on the GPU (kl_buf_compare in src/kl_buf.c is the same on the
@@ -153,6 +159,13 @@ extern "C" __global__ void __launch_bounds__(256) kloop_compare(const void *out,
   // element) is left there for a later kernel that reads shared memory it never wrote
   __syncthreads();
   sh[threadIdx.x] = kl_cmp_part{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+}
+// The reference masked where it was computed (kl_buf_mask on the device): dst = src ^
+// the mask, word by word, so the plain reference never leaves the device
+extern "C" __global__ void __launch_bounds__(256) kloop_mask(unsigned *dst, const unsigned *src,
+    unsigned long long nwords, unsigned long long seed) {
+  for (unsigned long long i = blockIdx.x * 256ull + threadIdx.x; i < nwords; i += (unsigned long long)gridDim.x * 256ull)
+    dst[i] = src[i] ^ kl_mask_word(i, seed);
 }
 ]]
 
@@ -291,6 +304,17 @@ end
 -- (CUDA, once per evaluator) measure the ceilings.
 function W:start()
   if self.ready then return true end
+  local t0 = sys.now()
+  local ok, err = self:start_worker()
+  self:spend("start", t0)
+  return ok, err
+end
+
+function W:start_worker()
+  -- (self.start_parts: seconds per step of the last start, for bench/eval_breakdown.lua)
+  local parts, tp = {}, sys.now()
+  self.start_parts = parts
+  local function lap(name) local t = sys.now() parts[name] = (parts[name] or 0) + (t - tp) tp = t end
   local ok, err = self:spawn()
   if not ok then return nil, "cannot start a worker: " .. err end
   local hello, kind, msg = self:request({ op = "hello", device = self.opts.device or 0,
@@ -299,6 +323,7 @@ function W:start()
   if not hello.ok then self:kill() return nil, hello.error end
   self.gpu = hello.gpu
   self.arch = self.opts.arch or hello.gpu.arch
+  lap("spawn and hello")
   if not self.ref_job and not self.task.reference.none then
     local ref = self.task.reference
     local src = ref.baseline and self.task.source or ref.source
@@ -332,6 +357,7 @@ function W:start()
       for _, k in ipairs(case.ref_plan) do k.entry = clow[k.entry] or k.entry end
     end
   end
+  lap("reference compile")
   local own = {} -- kloop's own kernels the CUDA worker needs: the L2 flush and the state check
   if self:backend() == "cuda" then
     for _, k in ipairs({ { "flush", M.flush_source, "kloop_l2_flush.cu", "L2 flush" },
@@ -345,6 +371,7 @@ function W:start()
       own[k[1]] = j.cubin_path
     end
   end
+  lap("kloop's kernels compile")
   local t0 = sys.now()
   local r
   -- ref_cubin: one binary, or (sizes compiled in) {label -> binary}
@@ -359,6 +386,8 @@ function W:start()
   if not r then return nil, "task setup failed (" .. kind .. "): " .. msg end
   if not r.ok then self:kill() return nil, "task setup failed: " .. tostring(r.error) end
   self.setup_seconds = sys.now() - t0
+  self.setup_trace = r.worker_trace
+  lap("setup")
   self.guards_off = r.guards == false -- the worker says it honoured spec.guards = false
   self.ready = true
   if self:backend() == "cuda" and self.opts.measure_peaks ~= false and self.measured == nil then
@@ -366,8 +395,9 @@ function W:start()
     -- figure: self.measured = false is never measured again, so no candidate pays for it
     local p = require("kloop.eval.peaks").get(self)
     self.measured = p or false
+    lap("peaks")
     -- the measurement killed the worker: one restart, without the ceilings
-    if not self.proc then self.ready = false return self:start() end
+    if not self.proc then self.ready = false return self:start_worker() end
   end
   return true
 end
@@ -381,7 +411,9 @@ end
 -- Sends a request that runs candidate code; a dead or hung worker becomes a verdict.
 function W:run_request(req)
   local deadline, source = self:deadline(req.op, req.timing)
+  local t0 = sys.now()
   local reply, kind, msg = self:request(req, deadline)
+  self:spend("worker", t0)
   if not reply and kind == "timeout" then
     msg = string.format("no answer within %.1f s (deadline: %s): the worker was killed", deadline, source)
   end

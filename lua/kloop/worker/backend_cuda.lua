@@ -319,6 +319,7 @@ function M.set_check_kernel(path)
   local res, e2 = M.alloc(M.max_regions * ffi.sizeof("kl_region_result"))
   if not (desc and res) then return nil, "state-check kernel: " .. tostring(e1 or e2) end
   M.check_mod, M.check_fn, M.check_desc, M.check_res = mod, fn, desc, res
+  M.guard_fn = M.func(mod, "kloop_guard_fill") -- (guard zones written on the device: M.fill_guard)
   M.check_slots = { ffi.new("uint64_t[1]", desc), ffi.new("uint64_t[1]", res) }
   M.check_params = ffi.new("void*[2]", M.check_slots)
   return true
@@ -356,6 +357,8 @@ function M.set_compare_kernel(path)
   local parts, e2 = M.alloc(M.max_compare_blocks * ffi.sizeof("kl_cmp_part"))
   if not parts then return nil, "comparison kernel: " .. tostring(e2) end
   M.compare_mod, M.compare_fn, M.compare_parts = mod, fn, parts
+  -- (the same module masks references on the device: M.mask_device)
+  M.mask_fn = M.func(mod, "kloop_mask")
   M.compare_host = ffi.new("kl_cmp_part[?]", M.max_compare_blocks)
   M.compare_words = M.max_compare_blocks * ffi.sizeof("kl_cmp_part") / 4
   return M.fill32(parts, 0, M.compare_words)
@@ -394,6 +397,29 @@ function M.compare_device(out, out_dtype, ref, ref_dtype, n, atol, rtol, pat, ch
   if ok then ok, msg, fatal = M.fill32(M.compare_parts, 0, M.compare_words) end
   if not ok then return nil, msg, fatal end
   return buf.merge_parts(M.compare_host, nb, n)
+end
+
+-- Masks nwords words of src into dst on the device, as kl_buf_mask does on the host
+-- (the comparison kernel unmasks them with the same seed). Returns true, or nil, msg, fatal.
+-- Writes a guard zone's pattern (kl_guard_fill's words for seed) on the device: nothing
+-- is copied from the host. Returns true, or nil, msg, fatal (the next sync reports a fault).
+function M.fill_guard_ready() return M.guard_fn ~= nil end
+function M.fill_guard(ptr, nwords, seed)
+  if not M.guard_fn then return nil, "no guard-fill kernel" end
+  local nb = math.max(1, math.min(1024, math.ceil(nwords / 256)))
+  local a = { ffi.new("uint64_t[1]", ptr), ffi.new("uint64_t[1]", nwords), ffi.new("uint64_t[1]", seed) }
+  return M.launch(M.guard_fn, { nb, 1, 1 }, { 256, 1, 1 }, 0, ffi.new("void*[3]", a))
+end
+
+function M.mask_device_ready() return M.mask_fn ~= nil end
+function M.mask_device(dst, src, nwords, seed)
+  if not M.mask_fn then return nil, "no mask kernel" end
+  local nb = math.max(1, math.min(4096, math.ceil(nwords / 256)))
+  local a = { ffi.new("uint64_t[1]", dst), ffi.new("uint64_t[1]", src), ffi.new("uint64_t[1]", nwords),
+    ffi.new("uint64_t[1]", seed) }
+  local ok, msg, fatal = M.launch(M.mask_fn, { nb, 1, 1 }, { 256, 1, 1 }, 0, ffi.new("void*[4]", a))
+  if ok then ok, msg, fatal = M.sync() end
+  return ok, msg, fatal
 end
 
 -- The backend's own device state a candidate could reach: the L2 flush scratch (zeros).

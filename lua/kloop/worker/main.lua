@@ -41,6 +41,7 @@ function M.main(args)
           if req.trace and not traced then
             traced = {}
             be = require("kloop.worker.trace").wrap(be, traced)
+            require("kloop.worker.trace").wrap_module(require("kloop.core.buf"), traced, "host.")
           end
           local info, err = be.init(req)
           if not info then return { ok = false, error = err } end

@@ -84,9 +84,16 @@ end
 
 -- Writes a buffer's guard patterns (at setup, and to restore them after a trip).
 local function fill_guards(be, b)
+  -- (on the device where the backend can: nothing copied from the host)
+  local on_dev = be.fill_guard_ready and be.fill_guard_ready()
   for _, r in ipairs(b.guards) do
-    buf.guard_fill(state.guard_tmp, r.nwords, r.seed)
-    local ok, msg, fatal = be.h2d(r.ptr, state.guard_tmp, r.nwords * 4)
+    local ok, msg, fatal
+    if on_dev then
+      ok, msg, fatal = be.fill_guard(r.ptr, r.nwords, r.seed)
+    else
+      buf.guard_fill(state.guard_tmp, r.nwords, r.seed)
+      ok, msg, fatal = be.h2d(r.ptr, state.guard_tmp, r.nwords * 4)
+    end
     if not ok then return nil, msg, fatal end
   end
   return true
@@ -248,12 +255,52 @@ local function device_compare_on(be)
   return be.compare_device ~= nil and be.device_compare_ready ~= nil and be.device_compare_ready()
 end
 
+-- Whether reference r (of arg a) is compared on the device (kept there, masked).
+local function device_kept(be, a, r)
+  return not state.check and device_compare_on(be) and DEVICE_DTYPES[a.dtype] and DEVICE_DTYPES[r.dtype]
+    and (r.count or 0) >= M.DEVICE_COMPARE_MIN
+end
+
+-- The digest (state.dseed) of a device buffer's words, computed by the device: at
+-- setup, before any candidate ran, the device's own account is the truth.
+local function device_digest(be, ptr, nwords)
+  local list = region_list({ { ptr = ptr, nwords = nwords, mode = REGION.digest, seed = state.dseed } })
+  local ok, msg = be.check_regions(list.arr, list.n, list.out)
+  if not ok then return nil, "state check: " .. tostring(msg) end
+  return list.out[0].value
+end
+
+-- Masks reference r (of arg a, case cs, set s), computed in ref_ptr on the device, where
+-- it is (be.mask_device): the plain reference never comes back to the host. A second
+-- masked copy, guarded and digest-checked like the first, is what restore_state puts
+-- back after a candidate damaged the first. Returns true when kept on the device (r.dev_buf,
+-- r.backup, r.dev_digest, r.mask_seed set), false where there is no room (the host path
+-- then), or nil, msg.
+local function mask_on_device(be, a, cs, s, r, ref_ptr)
+  local used = round4(r.bytes)
+  local key = region_seed(string.format("mask/%s/%d/%s", cs.label, s, a.name))
+  local nb = #state.bufs
+  local function undo()
+    for k = #state.bufs, nb + 1, -1 do be.free(state.bufs[k].base) state.bufs[k] = nil end
+  end
+  local b = alloc_guarded(be, r.bytes, string.format("kloop's reference of %s (%s, set %d)", a.name, cs.label, s))
+  local bk = b and alloc_guarded(be, r.bytes, string.format("kloop's second copy of the reference of %s (%s, set %d)",
+    a.name, cs.label, s))
+  if not bk then undo() return false end -- (the device is full: compared on the host)
+  local ok, msg = fill_guards(be, b)
+  if ok then ok, msg = fill_guards(be, bk) end
+  if ok then ok, msg = be.mask_device(b.ptr, ref_ptr, used / 4, key) end
+  if ok then ok, msg = be.d2d(bk.ptr, b.ptr, used) end
+  local digest
+  if ok then digest, msg = device_digest(be, b.ptr, used / 4) end
+  if not digest then undo() return nil, tostring(msg) end
+  r.dev_buf, r.backup, r.mask_seed, r.dev_digest = b, bk, key, digest
+  return true
+end
+
 -- Keeps reference r (of arg a, case cs, set s) on the device when it is compared there.
 local function keep_on_device(be, a, cs, s, r)
-  if state.check or not device_compare_on(be) or not DEVICE_DTYPES[a.dtype] or not DEVICE_DTYPES[r.dtype]
-      or (r.count or 0) < M.DEVICE_COMPARE_MIN then
-    return true
-  end
+  if not device_kept(be, a, r) then return true end
   local used = round4(r.bytes)
   local masked = host_alloc(used)
   if not masked then return true end -- (no room for the masked copy: compared on the host)
@@ -361,7 +408,7 @@ function M.setup(be, spec, ref_cubin)
       end
     end
     for s = 1, spec.nsets do
-      local set = { host_inputs = {}, hashes = {}, digests = {}, dev_inputs = {}, bufs = {}, refs = {}, ref_rms = {},
+      local set = { host_inputs = {}, digests = {}, dev_inputs = {}, bufs = {}, refs = {}, ref_rms = {},
         symbols = {} }
       case.sets[s] = set
       -- the symbols' values of this set (seeds after the arguments'), for candidate and reference alike
@@ -385,7 +432,6 @@ function M.setup(be, spec, ref_cubin)
             return fail("cannot fill " .. a.name)
           end
           set.host_inputs[i] = h
-          set.hashes[i] = buf.hash(h, case.bytes[i])
           set.digests[i] = buf.digest(h, used / 4, state.dseed)
           local b, err = alloc_guarded(be, case.bytes[i], string.format("kloop's copy of input %s (%s, set %d)",
             a.name, cs.label, s))
@@ -447,21 +493,37 @@ function M.setup(be, spec, ref_cubin)
       end
       if not ok then return fail("reference failed on " .. cs.label .. ": " .. err) end
       for i, r in pairs(set.refs) do
-        local h = host_alloc(r.bytes)
-        ok, err = be.d2h(h, ref_out[i], r.bytes)
-        be.free(ref_out[i])
-        if not ok then return fail(err) end
-        r.host = h
         r.dtype = ref_dtype
         r.count = cs.args[i].count
-        -- rms of the reference, for the scale of the per-element bound
-        local cmp = buf.compare(h, ref_dtype, h, ref_dtype, cs.args[i].count, 0, 0, false)
+        local cmp, on_dev
+        if be.mask_device_ready and be.mask_device_ready() and device_kept(be, spec.args[i], r) then
+          on_dev, err = mask_on_device(be, spec.args[i], cs, s, r, ref_out[i])
+          if on_dev == nil then be.free(ref_out[i]) return fail(err) end
+        end
+        if on_dev then
+          -- rms (and NaN/Inf) of the reference: the device's comparison of it with itself
+          local m2
+          cmp, m2 = be.compare_device(ref_out[i], ref_dtype, r.dev_buf.ptr, ref_dtype, r.count, 0, 0,
+            state.poison_pattern[ref_dtype], false, r.mask_seed)
+          be.free(ref_out[i])
+          if not cmp then return fail("the reference's norm on the device: " .. tostring(m2)) end
+        else
+          local h = host_alloc(r.bytes)
+          ok, err = be.d2h(h, ref_out[i], r.bytes)
+          be.free(ref_out[i])
+          if not ok then return fail(err) end
+          r.host = h
+          -- rms of the reference, for the scale of the per-element bound
+          cmp = buf.compare(h, ref_dtype, h, ref_dtype, r.count, 0, 0, false)
+        end
         set.ref_rms[i] = cmp.ref_norm / math.sqrt(math.max(1, cs.args[i].count))
         if cmp.n_nonfinite > 0 then
           return fail(string.format("the reference wrote NaN/Inf on %s (element %d)", cs.label, tonumber(cmp.first_nonfinite)))
         end
-        local okd, derr = keep_on_device(be, spec.args[i], cs, s, r)
-        if not okd then return fail(derr) end
+        if not on_dev then
+          local okd, derr = keep_on_device(be, spec.args[i], cs, s, r)
+          if not okd then return fail(derr) end
+        end
       end
     end
   end
@@ -506,8 +568,7 @@ function M.setup(be, spec, ref_cubin)
           expect = set.digests[i], buf = b, original = true }
       end
       for _, r in pairs(set.refs) do
-        local b = r.dev_buf
-        if b then
+        for _, b in ipairs({ r.dev_buf, r.backup }) do
           for _, g in ipairs(b.guards) do all[#all + 1] = g end
           all[#all + 1] = { ptr = b.ptr, nwords = b.used / 4, mode = REGION.digest, seed = state.dseed,
             expect = r.dev_digest, buf = b, original = true }
@@ -616,7 +677,12 @@ function M.restore_state(be)
         if not ok then return nil, msg end
       end
       for _, r in pairs(set.refs) do
-        if r.dev_buf then
+        -- (masked on the device: from its second copy; a damaged second copy fails the
+        -- check below, and the worker restarts)
+        if r.backup then
+          local ok, msg = be.d2d(r.dev_buf.ptr, r.backup.ptr, r.dev_buf.used)
+          if not ok then return nil, msg end
+        elseif r.dev_buf then
           local ok, msg = be.h2d(r.dev_buf.ptr, r.masked, r.dev_buf.used)
           if not ok then return nil, msg end
         end

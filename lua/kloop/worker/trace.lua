@@ -24,6 +24,26 @@ function M.wrap(be, acc)
   return w
 end
 
+-- A module's functions (kloop.core.buf's host passes: fill, hash, digest, compare,
+-- mask) timed in place into `acc`, under prefix .. name; once per module.
+function M.wrap_module(mod, acc, prefix)
+  if mod.__kloop_traced then return end
+  mod.__kloop_traced = true
+  for k, f in pairs(mod) do
+    if type(f) == "function" then
+      local name = prefix .. k
+      mod[k] = function(...)
+        local t0 = sys.now()
+        local r = { f(...) }
+        local e = acc[name]
+        if not e then e = { n = 0, s = 0 } acc[name] = e end
+        e.n, e.s = e.n + 1, e.s + (sys.now() - t0)
+        return unpack(r, 1, table.maxn(r))
+      end
+    end
+  end
+end
+
 -- The totals of one request: {fn = {n, s}, _request = seconds, _lua = seconds outside
 -- the backend}, and acc emptied for the next.
 function M.take(acc, seconds)

@@ -116,6 +116,22 @@ function M.compare_device(out, out_dtype, ref, ref_dtype, n, atol, rtol, _, chec
   buf.mask(plain, ffi.cast("void*", ref), math.ceil(bytes / 4), seed)
   return buf.compare(ffi.cast("void*", out), out_dtype, plain, ref_dtype, n, atol, rtol, check_poison)
 end
+-- The reference masked where it is (backend_cuda's mask_device). M.mask_on_device =
+-- false leaves it to the host, as a backend without the kernel does.
+M.mask_on_device = true
+function M.mask_device_ready() return M.mask_on_device end
+function M.mask_device(dst, src, nwords, seed)
+  if not M.mask_on_device then return nil, "no mask kernel" end
+  buf.mask(ffi.cast("void*", dst), ffi.cast("void*", src), nwords, seed)
+  return true
+end
+-- Guard zones written where they are (backend_cuda's fill_guard)
+M.guards_on_device = true
+function M.fill_guard_ready() return M.guards_on_device end
+function M.fill_guard(ptr, nwords, seed)
+  buf.guard_fill(ffi.cast("void*", ptr), nwords, seed)
+  return true
+end
 function M.flush_cache() return true end
 local t0, t1
 function M.timer_start() collectgarbage("collect") M.timing = true t0 = os.clock() return true end
