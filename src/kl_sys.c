@@ -1,6 +1,7 @@
 /* kl_sys.c: small system helpers (clock, paths, hashing, randomness, toolkit loading, env scrubbing). */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <sched.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
@@ -32,6 +33,16 @@ int kl_file_readable(const char *path) { return path && access(path, R_OK) == 0;
 int kl_dir_writable(const char *path) { return path && access(path, W_OK | X_OK) == 0; }
 void kl_free(void *p) { free(p); }
 int kl_getpid(void) { return (int)getpid(); }
+
+int kl_cpu_count(void) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
 
 uint64_t kl_hash64(const void *data, size_t n, uint64_t seed) {
   const unsigned char *p = data;

@@ -45,6 +45,7 @@ int kl_dir_writable(const char *path);
 void kl_free(void *p);
 uint64_t kl_hash64(const void *data, size_t n, uint64_t seed); /* FNV-1a, 64 bit */
 int kl_getpid(void);
+int kl_cpu_count(void);                   /* CPUs this process may run on (its affinity mask), at least 1 */
 int kl_random_bytes(void *buf, size_t n); /* getrandom; kl_status */
 /* Wipes NAME from environ and /proc/self/environ, then unsetenv: copies wiped, -1 bad name. */
 int kl_env_scrub(const char *name);

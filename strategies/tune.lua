@@ -49,6 +49,9 @@ function S.init(ctx)
     ctx.queue = ctx.rng:shuffle(ctx.valid)
   end
   ctx.temperature = 0.2
+  -- the walk's acceptance draws have a generator of their own, so the proposals' draws
+  -- do not depend on how many results came in (S.upcoming repeats them exactly)
+  ctx.walk_rng = require("kloop.search.rng").new(ctx.rng:int(1, 2 ^ 52))
   ctx.encode = surrogate.encoder(ctx.space)
 end
 
@@ -89,7 +92,7 @@ local function observations(ctx)
   return X, y
 end
 
-local function propose_model(ctx, n)
+local function propose_model(ctx, n, guess)
   local d = #ctx.space.names
   -- random points first: twice the parameters, at least 6, at most a quarter of the budget
   local init = ctx.opts.init > 0 and ctx.opts.init or math.max(6, math.min(2 * d, math.floor(ctx.opts.budget / 4)))
@@ -126,7 +129,8 @@ local function propose_model(ctx, n)
   if #pool == 0 then return out end
   local xs = {}
   for i, p in ipairs(pool) do xs[i] = ctx.encode(p) end
-  local chosen, ei = surrogate.pick(X, y, xs, n, ctx.rng, { offset = ctx.picks or 0 })
+  -- (a guess for compiling ahead: one fit serves every pick, the top n by the model)
+  local chosen, ei = surrogate.pick(X, y, xs, n, ctx.rng, { offset = ctx.picks or 0, refit_below = guess and 0 or nil })
   ctx.picks = (ctx.picks or 0) + #chosen
   -- a model that expects nothing better anywhere, twice in a row, ends the search
   ctx.flat = ei < ctx.opts.stop_ei and (ctx.flat or 0) + 1 or 0
@@ -171,13 +175,53 @@ function S.propose(ctx)
   return out
 end
 
+-- What propose would give next, with no side effects (kloop.search.driver compiles it
+-- ahead while the batch just proposed is evaluated): the queue's next points; the random
+-- draws propose will make (on a copy of the run's generator and of the seen set); behind
+-- the model, one batch of its picks on what it knows now (a guess: the batch's results
+-- will move it; a miss costs idle CPU only).
+function S.upcoming(ctx, n)
+  local out = {}
+  if ctx.queue then
+    for i = #ctx.queue, 1, -1 do
+      if #out >= n then break end
+      local p = ctx.queue[i]
+      if not ctx.seen[tune.key(p)] then out[#out + 1] = tune.candidate(ctx.task, p) end
+    end
+    return out
+  end
+  local keep = { rng = ctx.rng, seen = ctx.seen, picks = ctx.picks, flat = ctx.flat, stopped = ctx.stopped,
+    quiet = ctx.opts.quiet }
+  ctx.rng = ctx.rng:clone()
+  ctx.seen = setmetatable({}, { __index = keep.seen }) -- fresh() marks the copy only
+  ctx.opts.quiet = true
+  local ok, err = pcall(function()
+    -- behind the model: its top n on one fit (the real picks refit after each);
+    -- random draws (and the model's first points) as propose makes them
+    if ctx.opts.method == "model" then
+      out = propose_model(ctx, n, true)
+      return
+    end
+    for _ = 1, math.ceil(n / math.max(1, ctx.opts.batch)) do
+      local got = S.propose(ctx)
+      if #got == 0 then break end
+      for _, c in ipairs(got) do if #out < n then out[#out + 1] = c end end
+      if #out >= n then break end
+    end
+  end)
+  ctx.rng, ctx.seen, ctx.picks, ctx.flat, ctx.stopped, ctx.opts.quiet =
+    keep.rng, keep.seen, keep.picks, keep.flat, keep.stopped, keep.quiet
+  if not ok then error(err, 0) end
+  return out
+end
+
 -- Annealing: move to a worse point with probability exp(-(t - t_cur)/(T * t_cur)).
 function S.on_result(ctx, cand, r)
   if r.verdict ~= "ok" then return end
   local cur = ctx.current
   if not cur then ctx.current = cand return end
   -- draw every time, so the random stream does not depend on the measured times
-  local u = ctx.rng:float()
+  local u = (ctx.walk_rng or ctx.rng):float()
   local dt = (time_of(r) - time_of(cur.result)) / time_of(cur.result)
   if dt < 0 or u < math.exp(-dt / ctx.temperature) then ctx.current = cand end
   ctx.temperature = ctx.temperature * 0.95

@@ -99,6 +99,15 @@ function S.propose(ctx)
   return out -- empty once every point was proposed: the run ends
 end
 
+-- The points that come next (the driver compiles them ahead, as for tune)
+function S.upcoming(ctx, n)
+  local out = {}
+  for i = ctx.next, math.min(#ctx.points, ctx.next + n - 1) do
+    out[#out + 1] = kloop.tune.candidate(ctx.task, ctx.points[i])
+  end
+  return out
+end
+
 function S.done(ctx)
   if not ctx.opts.quiet and ctx.points and ctx.next then
     print(string.format("points: %d of %d proposed", ctx.next - 1, #ctx.points))

@@ -50,6 +50,9 @@ def read_kloop(out, task, mode):
                 m = re.match(r"best:\s+([\d.]+) ms", line)
                 r["best_ms"] = float(m.group(1)) if m else None
                 r["best"] = key(dict(PARAM.findall(line)))
+            m = re.match(r"time:\s+worker start ([\d.]+) s", line)
+            if m:
+                r["start"] = float(m.group(1))
             m = re.match(r"stages: full (\d+), screened only (\d+)", line)
             if m:
                 r["full"], r["screened"] = int(m.group(1)), int(m.group(2))
@@ -78,8 +81,10 @@ def main(argv):
     path = os.path.join(a.out, "kt_summary.json")
     if os.path.exists(path):
         kt = {s["task"]: s for s in json.load(open(path))}
+    # (after start: kloop's candidates over its run less the worker's start, from the
+    # summary's time line: what each further candidate costs once inputs and references exist)
     head = ("task", "points", "KT/min", "kloop full/min", "kloop screen/min", "full/KT", "screen/KT",
-            "KT best ms", "kloop best ms")
+            "full after start/KT", "KT best ms", "kloop best ms")
     rows, notes = [], []
     for task in a.tasks.split(","):
         pts_path = os.path.join(a.out, "points", f"{task}.tsv")
@@ -116,8 +121,12 @@ def main(argv):
             notes.append(f"{task} KT: {k['evaluated']} configs in {k['seconds']:.1f} s, best {k.get('best')}; "
                          f"phases (s): {', '.join(f'{p} {v}' for p, v in k.get('phases', {}).items())}")
         full, casc = runs["full"].get("per_min"), runs["cascade"].get("per_min")
+        rf = runs["full"]
+        after = None
+        if isinstance(rf.get("start"), float) and isinstance(rf.get("seconds"), float) and rf["seconds"] > rf["start"]:
+            after = rf.get("n", 0) / (rf["seconds"] - rf["start"]) * 60
         rows.append((task, str(len(pts)), fmt(k.get("per_min"), ".1f"), fmt(full, ".1f"), fmt(casc, ".1f"),
-                     ratio(full, k.get("per_min")), ratio(casc, k.get("per_min")),
+                     ratio(full, k.get("per_min")), ratio(casc, k.get("per_min")), ratio(after, k.get("per_min")),
                      fmt(k.get("best_ms"), ".4f"), fmt(runs["full"].get("best_ms"), ".4f")))
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
     print(" | ".join(h.ljust(w) for h, w in zip(head, widths)))

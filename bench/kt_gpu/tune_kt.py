@@ -191,8 +191,34 @@ def synthetic_cache(path, t, tune_params, restrictions):
         json.dump(doc, f)
 
 
+def pad_cupy_uuid():
+    """CuPy gives a GPU's UUID as bytes cut at their first zero byte; Kernel Tuner 1.5.0 hands
+    them to uuid.UUID, which wants 16, and fails on such a GPU (one H200 lent had one).
+    Pad them back to 16: the UUID is only recorded in KT's environment, never used to time."""
+    try:
+        import cupy
+    except ImportError:
+        return
+    rt = cupy.cuda.runtime
+    if getattr(rt.getDeviceProperties, "kloop_padded", False):
+        return
+    orig = rt.getDeviceProperties
+
+    def props(dev):
+        p = orig(dev)
+        u = p.get("uuid") if isinstance(p, dict) else None
+        if isinstance(u, bytes) and len(u) < 16:
+            p = dict(p)
+            p["uuid"] = u.ljust(16, b"\0")
+        return p
+    props.kloop_padded = True
+    rt.getDeviceProperties = props
+
+
 def run_task(task, t, points, out, simulate):
     from kernel_tuner import tune_kernel
+    if not simulate:
+        pad_cupy_uuid()
 
     with open(os.path.join(ROOT, t["kernel"])) as f:
         source = f.read()

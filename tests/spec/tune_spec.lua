@@ -32,9 +32,12 @@ local function drive(task, opts, time_of)
     history = { { proposer = "baseline", result = { verdict = "ok", time_ms = 1e9 } } } }
   S.init(ctx)
   local evaluated, best, seen = 0, math.huge, {}
+  ctx.guesses = {}
   while evaluated < o.budget do
     local cands = S.propose(ctx)
     if #cands == 0 then break end
+    -- the driver's compile ahead (kloop.search.driver Ctx:compile_ahead), when asked for
+    if o.ahead then ctx.guesses[#ctx.guesses + 1] = { after = #ctx.history - 1 + #cands, list = S.upcoming(ctx, o.ahead) } end
     for _, c in ipairs(cands) do
       if evaluated >= o.budget then break end
       evaluated = evaluated + 1
@@ -125,6 +128,48 @@ describe("tune --method model", function()
     assert.is_true(valid < 64)
     local _, n = drive(task, { budget = valid, seed = 1 }, bowl)
     assert.are.equal(valid, n)
+  end)
+
+  -- upcoming (compiled ahead by the driver) must not change the search, and where the
+  -- next proposals are known (the queue, random draws) it must be exactly them
+  it("guesses what it proposes next without changing the search", function()
+    local task = space_task(8, 3)
+    for _, m in ipairs({ "model", "random", "anneal", "exhaustive" }) do
+      local o = { budget = m == "exhaustive" and 512 or 40, seed = 5, method = m }
+      local _, _, plain = drive(task, o, bowl)
+      o.ahead = 8
+      local _, _, ahead = drive(task, o, bowl)
+      assert.are.equal(#plain.history, #ahead.history, m)
+      for i = 2, #plain.history do
+        assert.are.equal(tune.key(plain.history[i].defines), tune.key(ahead.history[i].defines), m .. " candidate " .. i)
+      end
+      -- of the next batch's proposals, how many were guessed (compiled ahead)
+      local hits, total = 0, 0
+      for _, g in ipairs(ahead.guesses) do
+        local guessed = {}
+        for _, c in ipairs(g.list) do
+          local k = tune.key(c.defines)
+          guessed[k] = true
+          -- never a point already proposed
+          for i = 2, math.min(g.after + 1, #ahead.history) do
+            assert.are_not.equal(tune.key(ahead.history[i].defines), k, m .. ": guessed an evaluated point")
+          end
+        end
+        for j = 1, 4 do
+          local nxt = ahead.history[g.after + 1 + j]
+          if nxt then
+            total = total + 1
+            if guessed[tune.key(nxt.defines)] then hits = hits + 1 end
+          end
+        end
+      end
+      assert.is_true(total > 0, m)
+      if os.getenv("KLOOP_SPEC_VERBOSE") then print(string.format("\n%s: %d of %d next proposals guessed", m, hits, total)) end
+      if m == "model" then assert.is_true(hits >= total / 4, string.format("model: %d of %d guessed", hits, total)) end
+      if m == "random" or m == "exhaustive" then
+        assert.are.equal(total, hits, m .. ": the next proposals are known")
+      end
+    end
   end)
 
   it("refuses an unknown method", function()

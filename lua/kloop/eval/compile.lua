@@ -7,7 +7,9 @@ local util = require("kloop.util")
 
 local M = {}
 
-M.default_parallel = 8
+-- compilers at once: one per CPU this process may use (NVRTC runs in child processes),
+-- at least 2, at most 32
+M.default_parallel = math.max(2, math.min(32, sys.cpu_count()))
 M.default_deadline = 60 -- seconds per compile; a template or unroll bomb ends here
 
 -- Options a task or candidate may pass. Everything else is refused: -rdc would allow

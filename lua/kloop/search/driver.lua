@@ -132,6 +132,7 @@ function Ctx:crown_ab(cand, r)
   local c = self.ev:compare(best.source, cand.source, { defines_a = best.defines, defines_b = cand.defines,
     timing = { budget = 2 * self.opts.timing_budget } })
   self.busy = (self.busy or 0) + (sys.now() - t0)
+  self:spend("ab", t0)
   sys.check_interrupt()
   local ab = { vs = best.id, vs_store_id = best.store_id, vs_baseline = best.proposer == "baseline" or nil }
   if c.ratio and c.ratio_ci then
@@ -175,16 +176,28 @@ function Ctx:settle(cand, r)
   if cand.improved then r.crowned = true elseif r.ab then r.crowned = false end
   -- the evaluation, recorded before the profile: one (seconds) cut short by Ctrl-C must
   -- not lose the result
+  local ts = sys.now()
   if self.store then self.store:record(self, cand) end
+  self:spend("store", ts)
   -- a fact the store could not keep stops the run (M.run says what was kept)
   if self.store and self.store.failed then error(M.STORE_STOP, 0) end
   local pmode = self.opts.profile
   if r.verdict == "ok" and r.stage ~= "screened" and (pmode == "all" or (pmode == "best" and cand.improved)) then
     self:profile(cand)
   end
+  ts = sys.now()
   self:progress(cand)
   self:write_report(false)
+  self:spend("report", ts)
   return r
+end
+
+-- Where the run's wall time went, besides the evaluators' own account (Evaluator:spend):
+-- propose, strategy (on_result), ab (the crowning A/Bs), store, report (progress lines
+-- and --report); kloop.search.progress prints both.
+function Ctx:spend(what, t0)
+  self.spent = self.spent or {}
+  self.spent[what] = (self.spent[what] or 0) + (sys.now() - t0)
 end
 
 -- A strategy asks for the full protocol on a candidate that was only screened (its
@@ -289,6 +302,29 @@ function Ctx:lookahead(parent, batch, room)
   if not (prop and prop.prefetch and self.opts.pipeline) or room <= 0 then return end
   local depth = self.opts.pipeline_depth > 0 and self.opts.pipeline_depth or 2 * batch
   prop:prefetch(self, parent, math.min(depth, room))
+end
+
+-- Compiling ahead: the candidates the strategy expects to propose next
+-- (strategy.upcoming(ctx, n), optional; no side effects) compile in the background
+-- behind this batch, so the next batch's binaries are ready, or nearly, when it comes
+-- and the GPU does not wait for NVRTC between batches. A guess that misses costs idle
+-- CPU only (and is cached if proposed later). At most as many as the compilers that run
+-- at once, and never more than the budget still needs.
+function Ctx:compile_ahead(strategy, nbatch)
+  if not strategy.upcoming or self.opts.compile_ahead == false then return end
+  local room = self.opts.budget - (#self.history - 1) - nbatch
+  local n = math.min(room, require("kloop.eval.compile").default_parallel)
+  if n <= 0 then return end
+  local tp = sys.now()
+  local list = strategy.upcoming(self, n)
+  self:spend("propose", tp)
+  if type(list) ~= "table" or #list == 0 then return end
+  local real = {}
+  for _, c in ipairs(list) do
+    if type(c) == "table" and not c.skip and #real < n and not self.done_keys[M.key(c)] then real[#real + 1] = c end
+  end
+  self.ahead = (self.ahead or 0) + #real
+  self.ev:precompile(real)
 end
 
 -- The first budget that is spent, or nil.
@@ -455,13 +491,17 @@ function M.run(strategy, path, args)
     local spent = ctx:budget_spent()
     if spent then reason = "budget: " .. spent break end
     local cands
+    local tp = sys.now()
     ok, cands = protected("propose", strategy.propose, ctx)
+    ctx:spend("propose", tp)
     if not ok then msg = cands break end
     if not cands or #cands == 0 then reason = "the strategy has nothing more to propose" break end
     -- compile the whole batch in parallel while nothing else needs the CPU
     local real = {}
     for _, c in ipairs(cands) do if not c.skip then real[#real + 1] = c end end
     ok, msg = protected("compile", function() ctx.ev:precompile(real) end)
+    if not ok then break end
+    ok, msg = protected("upcoming", function() ctx:compile_ahead(strategy, #real) end)
     if not ok then break end
     -- pipelining: the LLM works on the next step while this batch is evaluated
     local left = ctx.opts.budget - (#ctx.history - 1)
@@ -479,7 +519,9 @@ function M.run(strategy, path, args)
           ctx.done_keys[key] = true
           ok, msg = protected("evaluate", function() ctx:evaluate(cand) end)
           if not ok then break end
+          local tr = sys.now()
           ok, msg = protected("on_result", strategy.on_result, ctx, cand, cand.result)
+          ctx:spend("strategy", tr)
           if not ok then break end
         end
       end

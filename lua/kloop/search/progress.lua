@@ -151,6 +151,44 @@ function M.promotion_text(p)
 end
 
 -- The run's last lines: how it ended, the verdicts, the stages, the baseline and the best.
+-- Where the run's wall time went: "time: worker start 3.3 s, compiling 2.1 s, worker
+-- 30.2 s (A/B 6.1 s of it), propose 0.2 s, ..., other 0.6 s" (the evaluators' account,
+-- Evaluator:spend, summed over the workers, and the driver's, Ctx:spend). With several
+-- workers their seconds overlap, and no "other" is given. nil when nothing was counted.
+function M.time_text(ctx, wall)
+  local ev = { start = 0, compile = 0, worker = 0 }
+  local evs = ctx.pool and ctx.pool.evs or { ctx.ev }
+  local waited, prepared = 0, 0
+  for _, e in ipairs(evs) do
+    for k, v in pairs(e and e.spent or {}) do ev[k] = (ev[k] or 0) + v end
+    waited, prepared = waited + (e and e.waited_compiles or 0), prepared + (e and e.prepared or 0)
+  end
+  local d = ctx.spent or {}
+  local parts, sum = {}, 0
+  local function add(label, v, counted)
+    if v and v >= 0.05 then parts[#parts + 1] = string.format("%s %.1f s", label, v) end
+    if counted ~= false then sum = sum + (v or 0) end
+  end
+  add("worker start", ev.start)
+  add("compiling", ev.compile)
+  if ev.compile >= 0.05 and prepared > 0 then
+    parts[#parts] = parts[#parts] .. string.format(" (waited for %d of %d binaries)", waited, prepared)
+  end
+  add("worker", ev.worker)
+  if (d.ab or 0) >= 0.05 then parts[#parts] = parts[#parts] .. string.format(" (A/B %.1f s of it)", d.ab) end
+  add("propose", d.propose)
+  add("strategy", d.strategy)
+  add("store", d.store)
+  add("progress", d.report)
+  if #parts == 0 then return nil end
+  if #evs > 1 then
+    return "time:     " .. table.concat(parts, ", ") .. string.format(" (summed over %d workers)", #evs)
+  end
+  local other = wall - sum
+  if other >= 0.05 then parts[#parts + 1] = string.format("other %.1f s", other) end
+  return "time:     " .. table.concat(parts, ", ")
+end
+
 function M.summary(ctx, status, reason)
   if not ctx.opts.quiet and sys.isatty(1) then io.stdout:write("\r\27[K") end
   if #ctx.history == 0 then
@@ -164,6 +202,8 @@ function M.summary(ctx, status, reason)
   print(string.format("\nrun %s (%s) on %s: %d candidates in %.1f s (%.1f/min), seed %s",
     status, tostring(reason or ""), ctx.task.name, n - 1, dt, (n - 1) / math.max(dt, 1e-9) * 60, rng.format(ctx.opts.seed)))
   print("verdicts: " .. ctx:verdict_text())
+  local tline = M.time_text(ctx, dt)
+  if tline then print(tline) end
   local wline = require("kloop.search.workers").summary(ctx)
   if wline then print(wline) end
   if ctx.opts.cascade == "on" or (ctx.stages.screened or 0) > 0 then

@@ -45,6 +45,13 @@ local function next64(self)
   return x * 0x2545F4914F6CDD1DULL
 end
 
+-- An independent generator in the same state: its draws are the ones this one will
+-- make next, and drawing from it leaves this one as it is.
+function R:clone()
+  local s = ffi.new("uint64_t[1]", self.s[0])
+  return setmetatable({ s = s }, R)
+end
+
 -- Uniform float in [0, 1).
 function R:float() return tonumber(bit.rshift(next64(self), 11)) / 2^53 end
 -- Integer in [a, b].

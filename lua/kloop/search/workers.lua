@@ -114,7 +114,9 @@ function M.evaluate_batch(ctx, cands, strategy, protected)
     local msg
     ok, msg = protected("evaluate", function() ctx:evaluate(cand, r) end)
     if not ok then return false, msg end
+    local tr = sys.now()
     ok, msg = protected("on_result", strategy.on_result, ctx, cand, cand.result)
+    ctx:spend("strategy", tr)
     if not ok then return false, msg end
   end
   return true
