@@ -88,6 +88,31 @@ describe("kloop.eval.library", function()
       assert.are.equal(0, #rec)
     end)
 
+    it("keeps a measurement per GPU, driver and size: the next run on that GPU reads it, another size measures", function()
+      local g = { uuid = "GPU-spec-" .. require("kloop.core.sys").getpid(), driver_version = 13000, name = "spec" }
+      local dir, file = library.cache_file(g, task)
+      assert.is_string(file)
+      local util = require("kloop.util")
+      util.mkdir_p(dir)
+      assert(util.write_file(file, require("cjson").encode({ library = "cuBLAS sgemm", library_ms = 1.25,
+        library_size = "64x32x16", library_math = "default" })))
+      local rec = {}
+      local c = ctx(task, rec)
+      c.gpu = g
+      -- (a measurement would fail: the binary does not exist)
+      local r = library.at_start(c, { exe = "/nonexistent/kloop" })
+      os.remove(file)
+      assert.is_table(r, "the kept measurement was not read")
+      assert.are.equal(1.25, r.library_ms)
+      assert.is_true(r.cached)
+      assert.are.equal(1, #rec)
+      -- another bench size, or another driver, is another file
+      local other = { backend = "cuda", sizes = { bench = { M = 65, N = 32, K = 16 } }, library = task.library }
+      assert.are_not.equal(file, select(2, library.cache_file(g, other)))
+      assert.are_not.equal(file, select(2, library.cache_file({ uuid = g.uuid, driver_version = 13010 }, task)))
+      assert.is_nil(library.cache_file({ uuid = "" }, task))
+    end)
+
     it("measures in a child (here: no GPU or no cuBLAS, a clean miss; on a GPU, a time that is stored)", function()
       local rec = {}
       local r, msg = library.at_start(ctx(task, rec), { timeout_s = 60 })

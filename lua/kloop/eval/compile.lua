@@ -368,6 +368,17 @@ local function bg_wait(key)
   return job
 end
 
+-- Whether src with opts is compiled (in the cache, or its background job done) so that
+-- an evaluation of it waits for no compiler; reads the background jobs that are done.
+function M.ready(src, opts)
+  local job = M.prepare(src, opts)
+  if not job then return true end -- (refused at once: nothing to wait for)
+  M.pump(0)
+  local b = bg.by_key[job.key]
+  if b then return b.done == true end
+  return try_cache(job)
+end
+
 -- Kills every background compile (an evaluator closing, the run ending).
 function M.cancel_background()
   for _, job in ipairs(bg.running) do

@@ -374,6 +374,18 @@ function Evaluator:precompile(cands)
   compile.run(jobs, { parallel = self.opts.compile_parallel, background = self.opts.compile_background ~= false })
 end
 
+-- Whether every binary a candidate ({source, defines}) needs is compiled already, so
+-- its evaluation would not wait for a compiler (the host backend compiles in the worker:
+-- always ready).
+function Evaluator:compiled(c)
+  if self:backend() == "host" then return true end
+  for _, case in ipairs(self:compile_cases() or { false }) do
+    local _, copts = self:compiler(with_case(c, case), c.source or self.task.source)
+    if not compile.ready(c.source or self.task.source, copts) then return false end
+  end
+  return true
+end
+
 -- Evaluates one candidate source (nil: the task's own kernel). opts: defines, timing.
 -- Always returns a result table with a verdict.
 function Evaluator:evaluate(src, opts)

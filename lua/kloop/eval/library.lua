@@ -5,6 +5,8 @@
 local cjson = require("cjson")
 local M = {}
 
+local function gpu_mod() return require("kloop.core.gpu") end
+
 -- The calls a sidecar may name: their size names (in the order the child takes them),
 -- the default label, and a line of what they compute.
 M.CALLS = {
@@ -107,19 +109,52 @@ function M.measure(task, opts)
     library_version = r.version, library_size = table.concat(dims, "x") }
 end
 
--- The driver's hook at the start of a search (after the baseline): measures the task's
--- library reference once, prints one line and records it in the run (ctx.store, absent
--- with --no-store). A failure (no cuBLAS, no GPU) prints one line; the search goes on.
+-- Where a measurement is kept for the next run on the same GPU (beside the measured
+-- peaks: kloop.core.gpu), by GPU, driver, call, sizes and the kloop binary; nil
+-- without a GPU's identity.
+function M.cache_file(g, task, exe)
+  if not (g and g.uuid and g.uuid ~= "") then return nil end
+  local sys = require("kloop.core.sys")
+  local lib = task.library
+  local _, dims = M.argv(exe or "kloop", lib, task)
+  local dir = gpu_mod().peaks_cache_path(g, require("kloop.eval.compile").cache_dir())
+  local key = table.concat({ g.uuid, tostring(g.driver_version), lib.call, table.concat(dims, "x"),
+    sys.hex64(sys.hash64(require("kloop.util").read_file(sys.exe_path() or "") or "")) }, "/")
+  return dir, dir .. "/library-" .. sys.hex64(sys.hash64(key)) .. ".json"
+end
+
+-- The driver's hook at the start of a search (after the baseline): the task's library
+-- reference, measured once per GPU (and driver, sizes, kloop binary) and cached like
+-- the peaks; prints one line and records it in the run (ctx.store, absent with
+-- --no-store). A failure (no cuBLAS, no GPU) prints one line; the search goes on.
 -- opts: measure's. Returns the measured table, or nil, msg.
 function M.at_start(ctx, opts)
   local sys, util = require("kloop.core.sys"), require("kloop.util")
   local task = ctx.task
   if not task.library or task.backend ~= "cuda" then return nil, "no library reference for this task" end
   if ctx.store and ctx.store.resumed then return nil, "a resumed run keeps the reference it recorded" end
-  local okm, r, merr = pcall(M.measure, task, opts)
-  if not okm then
-    if sys.is_interrupt(r) then error(r, 0) end
-    r, merr = nil, tostring(r)
+  local dir, file = M.cache_file(ctx.gpu, task, opts and opts.exe)
+  local r, merr
+  local text = file and util.read_file(file)
+  if text then
+    local okj, t = pcall(cjson.decode, text)
+    if okj and type(t) == "table" and type(t.library_ms) == "number" and t.library_ms > 0 then
+      r = t
+      r.cached = true
+    end
+  end
+  if not r then
+    local okm
+    okm, r, merr = pcall(M.measure, task, opts)
+    if not okm then
+      if sys.is_interrupt(r) then error(r, 0) end
+      r, merr = nil, tostring(r)
+    end
+    if r and file then
+      util.mkdir_p(dir)
+      local tmp = file .. ".tmp" .. sys.getpid()
+      if util.write_file(tmp, cjson.encode(r)) then os.rename(tmp, file) end
+    end
   end
   sys.check_interrupt()
   local quiet = ctx.opts and ctx.opts.quiet
@@ -128,8 +163,8 @@ function M.at_start(ctx, opts)
     return nil, merr
   end
   if not quiet then
-    print(string.format("library: %s %s at the bench size (%s, %s)", r.library, util.fmt_ms(r.library_ms),
-      r.library_size, r.library_math or "math mode unknown"))
+    print(string.format("library: %s %s at the bench size (%s, %s)%s", r.library, util.fmt_ms(r.library_ms),
+      r.library_size, r.library_math or "math mode unknown", r.cached and ", measured before on this GPU" or ""))
   end
   if ctx.store and ctx.store.db and ctx.run_id then
     local okw, werr = ctx.store.db:set_run_library(ctx.run_id, r)

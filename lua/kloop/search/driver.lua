@@ -327,6 +327,71 @@ function Ctx:compile_ahead(strategy, nbatch)
   self.ev:precompile(real)
 end
 
+-- One worker, a batch: the candidates whose binaries are compiled run first (in
+-- proposal order), those still compiling after them, so the GPU works while their
+-- compilers finish; the results are then settled (A/B, store, on_result) in proposal
+-- order, as if they had run in it: the same seed gives the same candidates, bests and
+-- records whatever the compilers' timing. (Not with the cascade: which screen is worth
+-- a full evaluation depends on the screens before it.) A candidate left unevaluated (a
+-- budget, Ctrl-C) is not settled; Ctrl-C keeps the stored proposals, which --resume runs.
+-- The batch's fresh candidates (at most what the budget still takes) and the order
+-- to run them in, or nil when that order is the proposal order (all compiled, or
+-- none compiled after one still compiling).
+function Ctx:ready_order(cands)
+  local room = self.opts.budget - (#self.history - 1)
+  local list, seen = {}, {}
+  for _, cand in ipairs(cands) do
+    local key = not cand.skip and M.key(cand)
+    if key and not self.done_keys[key] and not seen[key] and #list < room then
+      seen[key] = true
+      list[#list + 1] = cand
+    end
+  end
+  local order, later = {}, {}
+  for i, cand in ipairs(list) do
+    if self.ev:compiled(cand) then order[#order + 1] = i else later[#later + 1] = i end
+  end
+  if #later == 0 or #order == 0 or order[#order] < later[1] then return nil end
+  for _, i in ipairs(later) do order[#order + 1] = i end
+  return order, list
+end
+
+function Ctx:evaluate_ready_first(cands, strategy, protected)
+  local order, list = self:ready_order(cands)
+  if not order then return true end
+  for _, cand in ipairs(list) do self.done_keys[M.key(cand)] = true end
+  local prop = self.proposer
+  local results = {}
+  local ok, msg = protected("evaluate", function()
+    for _, i in ipairs(order) do
+      if self:budget_spent() or sys.interrupted() then break end
+      if prop and prop.pump then prop:pump() end
+      local cand = list[i]
+      if self.store then self.store:propose(self, cand) end
+      local t0 = sys.now()
+      local r = self:run_stages(cand)
+      r.wall_seconds = r.wall_seconds or (sys.now() - t0)
+      results[i] = r
+      sys.check_interrupt()
+    end
+  end)
+  -- Ctrl-C: nothing more runs (no A/B); the stored proposals are run again on --resume
+  if not ok and sys.is_interrupt(msg) then return ok, msg end
+  -- what ran is settled, in proposal order, even when a budget stopped the loop above
+  for i, cand in ipairs(list) do
+    local r = results[i]
+    if r then
+      local oke, emsg = protected("evaluate", function() self:evaluate(cand, r) end)
+      if not oke then return false, emsg end
+      local tr = sys.now()
+      local okr, rmsg = protected("on_result", strategy.on_result, self, cand, cand.result)
+      self:spend("strategy", tr)
+      if not okr then return false, rmsg end
+    end
+  end
+  return ok, msg
+end
+
 -- The first budget that is spent, or nil.
 function Ctx:budget_spent()
   local o = self.opts
@@ -460,6 +525,9 @@ function M.run(strategy, path, args)
     ok, msg = protected("prefetch", function()
       ctx:lookahead(base, ctx.opts.batch or ctx.opts.expand or 4, ctx.opts.budget)
     end)
+    -- and the first batches the strategy foresees compile while the worker starts and
+    -- the baseline runs (upcoming has no side effects: the strategy is as it was)
+    if ok then ok, msg = protected("upcoming", function() ctx:compile_ahead(strategy, 0) end) end
     if ok then ok, msg = protected("baseline", function() ctx:evaluate(base) end) end
     ctx.baseline = base
     ctx.done_keys[M.key(base)] = true -- the task's kernel proposed as it is is no new candidate
@@ -510,6 +578,8 @@ function M.run(strategy, path, args)
     local prop = ctx.proposer
     if ctx.pool then
       ok, msg = require("kloop.search.workers").evaluate_batch(ctx, cands, strategy, protected)
+    elseif ctx.opts.cascade ~= "on" and ctx:ready_order(cands) then
+      ok, msg = ctx:evaluate_ready_first(cands, strategy, protected)
     else
       for _, cand in ipairs(cands) do
         if ctx:budget_spent() or sys.interrupted() then break end

@@ -1,0 +1,95 @@
+-- tests/spec/ready_first_spec.lua: one worker, a batch whose binaries are not all
+-- compiled (kloop.search.driver Ctx:ready_order / evaluate_ready_first): the compiled
+-- candidates run first, and the results are settled in proposal order, so bests,
+-- records and what the strategy sees do not depend on the compilers' timing. The
+-- evaluator is a double.
+local driver = require("kloop.search.driver")
+
+local OK = function(ms) return { verdict = "ok", time_ms = ms } end
+
+local function fake_ev(times, compiled)
+  local ev = { calls = {} }
+  function ev:backend() return "cuda" end
+  function ev:compiled(c) return compiled[c.source] ~= false end
+  function ev:evaluate(src)
+    self.calls[#self.calls + 1] = "full " .. src
+    local r = OK(assert(times[src], "no time for " .. src))
+    r.stage = "full"
+    return r
+  end
+  function ev:compare(src_a, src_b)
+    self.calls[#self.calls + 1] = "ab " .. src_a .. " " .. src_b
+    local ta, tb = times[src_a], times[src_b]
+    return { a = OK(ta), b = OK(tb), ratio = ta / tb, ratio_ci = { ta / tb, ta / tb }, blocks = 6, order = "ABBA" }
+  end
+  return ev
+end
+
+local function ctx_with(ev, opts)
+  local o = { quiet = true, profile = "none", timing_budget = 0.1, cascade = "off", budget = 100, time = 0,
+    tokens = 0, money = 0 }
+  for k, v in pairs(opts or {}) do o[k] = v end
+  return setmetatable({ ev = ev, opts = o, history = {}, verdicts = {}, stages = {}, done_keys = {},
+    t0 = require("kloop.core.sys").now() }, driver.Ctx)
+end
+
+local function cands(...)
+  local out = {}
+  for _, s in ipairs({ ... }) do out[#out + 1] = { source = s, proposer = "tune" } end
+  return out
+end
+
+local function protected(_, fn, ...) return pcall(fn, ...) end
+
+-- a strategy that logs what it is told, in order
+local function logging()
+  local S = { seen = {} }
+  function S.on_result(_, cand) S.seen[#S.seen + 1] = cand.source end
+  return S
+end
+
+describe("one worker: compiled candidates first, settled in proposal order", function()
+  it("runs the compiled ones first and settles, crowns and tells the strategy in proposal order", function()
+    local times = { a = 2.0, b = 1.0, c = 1.5, d = 0.5 }
+    local ev = fake_ev(times, { a = false, c = false })
+    local ctx = ctx_with(ev)
+    local S = logging()
+    local batch = cands("a", "b", "c", "d")
+    assert.is_table(ctx:ready_order(batch))
+    local ok, msg = ctx:evaluate_ready_first(batch, S, protected)
+    assert.is_true(ok, tostring(msg))
+    -- b and d were compiled: they ran first; then a and c
+    assert.are.same({ "full b", "full d", "full a", "full c" }, { ev.calls[1], ev.calls[2], ev.calls[3], ev.calls[4] })
+    -- the A/Bs as a run in proposal order makes them: a is the first best, b beats it,
+    -- c does not beat b, d beats b
+    assert.are.same({ "ab a b", "ab b d" }, { ev.calls[5], ev.calls[6] })
+    assert.are.equal(6, #ev.calls)
+    local order = {}
+    for i, c in ipairs(ctx.history) do order[i] = c.source end
+    assert.are.same({ "a", "b", "c", "d" }, order)
+    assert.are.same({ "a", "b", "c", "d" }, S.seen)
+    assert.are.equal("d", ctx.best.source)
+  end)
+
+  it("keeps the proposal order where nothing would move", function()
+    local ev = fake_ev({ a = 1, b = 1, c = 1 }, {})
+    local ctx = ctx_with(ev)
+    assert.is_nil(ctx:ready_order(cands("a", "b", "c")), "all compiled")
+    ev = fake_ev({ a = 1, b = 1, c = 1 }, { b = false, c = false })
+    assert.is_nil(ctx_with(ev):ready_order(cands("a", "b", "c")), "the compiling ones are last already")
+    ev = fake_ev({ a = 1, b = 1 }, { a = false, b = false })
+    assert.is_nil(ctx_with(ev):ready_order(cands("a", "b")), "none compiled")
+  end)
+
+  it("takes no more than the budget leaves, and nothing evaluated before", function()
+    local times = { a = 3, b = 2, c = 1 }
+    local ev = fake_ev(times, { a = false })
+    local ctx = ctx_with(ev, { budget = 2 })
+    ctx.history[1] = { source = "base", proposer = "baseline", result = OK(4) }
+    ctx.done_keys[driver.key({ source = "b" })] = true -- b ran in an earlier batch
+    local S = logging()
+    assert.is_true((ctx:evaluate_ready_first(cands("a", "b", "c"), S, protected)))
+    assert.are.same({ "full c", "full a" }, { ev.calls[1], ev.calls[2] })
+    assert.are.same({ "a", "c" }, S.seen)
+  end)
+end)
