@@ -6,41 +6,34 @@ local sys = require("kloop.core.sys")
 
 local M = {}
 
+-- f timed into acc[name] ({n, s}): calls and wall seconds.
+local function timed(f, acc, name)
+  return function(...)
+    local t0 = sys.now()
+    local r = { f(...) }
+    local e = acc[name]
+    if not e then e = { n = 0, s = 0 } acc[name] = e end
+    e.n, e.s = e.n + 1, e.s + (sys.now() - t0)
+    return unpack(r, 1, table.maxn(r))
+  end
+end
+
 -- The backend `be` with every function timed into `acc` (name -> {n, s}).
 function M.wrap(be, acc)
   local w = setmetatable({}, { __index = be })
   for k, f in pairs(be) do
-    if type(f) == "function" then
-      w[k] = function(...)
-        local t0 = sys.now()
-        local r = { f(...) }
-        local e = acc[k]
-        if not e then e = { n = 0, s = 0 } acc[k] = e end
-        e.n, e.s = e.n + 1, e.s + (sys.now() - t0)
-        return unpack(r, 1, table.maxn(r))
-      end
-    end
+    if type(f) == "function" then w[k] = timed(f, acc, k) end
   end
   return w
 end
 
--- A module's functions (kloop.core.buf's host passes: fill, hash, digest, compare,
--- mask) timed in place into `acc`, under prefix .. name; once per module.
+-- A module's functions (kloop.core.buf's host passes: fill, digest, compare, mask)
+-- timed in place into `acc`, under prefix .. name; once per module.
 function M.wrap_module(mod, acc, prefix)
   if mod.__kloop_traced then return end
   mod.__kloop_traced = true
   for k, f in pairs(mod) do
-    if type(f) == "function" then
-      local name = prefix .. k
-      mod[k] = function(...)
-        local t0 = sys.now()
-        local r = { f(...) }
-        local e = acc[name]
-        if not e then e = { n = 0, s = 0 } acc[name] = e end
-        e.n, e.s = e.n + 1, e.s + (sys.now() - t0)
-        return unpack(r, 1, table.maxn(r))
-      end
-    end
+    if type(f) == "function" then mod[k] = timed(f, acc, prefix .. k) end
   end
 end
 
