@@ -51,7 +51,9 @@ function S.init(ctx)
   ctx.temperature = 0.2
   -- the walk's acceptance draws have a generator of their own, so the proposals' draws
   -- do not depend on how many results came in (S.upcoming repeats them exactly)
-  ctx.walk_rng = require("kloop.search.rng").new(ctx.rng:int(1, 2 ^ 52))
+  -- (seeded from the run's generator without drawing from it: the proposals' stream is
+  -- the one it was before the walk had its own)
+  ctx.walk_rng = ctx.rng:derive(0x77616C6BULL)
   ctx.encode = surrogate.encoder(ctx.space)
 end
 

@@ -52,6 +52,13 @@ function R:clone()
   return setmetatable({ s = s }, R)
 end
 
+-- A generator of its own, seeded from this one's state and a salt, drawing nothing
+-- from this one.
+function R:derive(salt)
+  local x = bit.bxor(self.s[0], salt * 0x9E3779B97F4A7C15ULL)
+  return M.new(x ~= 0ULL and x or 0x9E3779B97F4A7C15ULL)
+end
+
 -- Uniform float in [0, 1).
 function R:float() return tonumber(bit.rshift(next64(self), 11)) / 2^53 end
 -- Integer in [a, b].

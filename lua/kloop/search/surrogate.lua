@@ -43,8 +43,10 @@ function M.encoder(space, pairs_too)
 end
 
 -- One regression tree on rows idx of X/y: split by the feature and threshold that most
--- reduce the squared error, down to min_leaf rows or max_depth.
-local function build(X, y, idx, depth, opts, rng)
+-- reduce the squared error, down to min_leaf rows or max_depth. L (M.fit's levels):
+-- per feature its distinct values in order (L.values[f]), each row's index among them
+-- (L.rank[r][f]), and scratch sums per level (cleared after use).
+local function build(X, y, idx, depth, opts, rng, L)
   local n = #idx
   local sum, sq = 0, 0
   for _, r in ipairs(idx) do sum = sum + y[r] sq = sq + y[r] * y[r] end
@@ -59,21 +61,27 @@ local function build(X, y, idx, depth, opts, rng)
   rng:shuffle(feats)
   local mtry = math.max(1, math.ceil(d * opts.feature_fraction))
   local best_gain, best_f, best_t = 0, nil, nil
+  local cnt, sy, syy = L.cnt, L.sy, L.syy
   for k = 1, mtry do
     local f = feats[k]
-    local order = {}
-    for i, r in ipairs(idx) do order[i] = r end
-    table.sort(order, function(a, b) return X[a][f] < X[b][f] end)
-    local ls, lsq = 0, 0
-    for i = 1, n - 1 do
-      local v = y[order[i]]
-      ls, lsq = ls + v, lsq + v * v
-      local xa, xb = X[order[i]][f], X[order[i + 1]][f]
-      if xa < xb and i >= opts.min_leaf and n - i >= opts.min_leaf then
-        local rs, rsq = sum - ls, sq - lsq
-        local sse = (lsq - ls * ls / i) + (rsq - rs * rs / (n - i))
-        local gain = (sq - sum * sum / n) - sse
-        if gain > best_gain then best_gain, best_f, best_t = gain, f, (xa + xb) / 2 end
+    -- the rows' sums per value of f (a parameter has few values), then the splits
+    -- between the values present, in order: no sort of the rows
+    local vals, rank = L.values[f], L.rank
+    for _, r in ipairs(idx) do
+      local j, t = rank[r][f], y[r]
+      cnt[j], sy[j], syy[j] = cnt[j] + 1, sy[j] + t, syy[j] + t * t
+    end
+    local i, ls, lsq, prev = 0, 0, 0, nil
+    for j = 1, #vals do
+      if cnt[j] > 0 then
+        if prev and i >= opts.min_leaf and n - i >= opts.min_leaf then
+          local rs, rsq = sum - ls, sq - lsq
+          local sse = (lsq - ls * ls / i) + (rsq - rs * rs / (n - i))
+          local gain = (sq - sum * sum / n) - sse
+          if gain > best_gain then best_gain, best_f, best_t = gain, f, (vals[prev] + vals[j]) / 2 end
+        end
+        i, ls, lsq, prev = i + cnt[j], ls + sy[j], lsq + syy[j], j
+        cnt[j], sy[j], syy[j] = 0, 0, 0
       end
     end
   end
@@ -82,8 +90,31 @@ local function build(X, y, idx, depth, opts, rng)
   for _, r in ipairs(idx) do
     if X[r][best_f] <= best_t then left[#left + 1] = r else right[#right + 1] = r end
   end
-  return { f = best_f, t = best_t, left = build(X, y, left, depth + 1, opts, rng),
-    right = build(X, y, right, depth + 1, opts, rng) }
+  return { f = best_f, t = best_t, left = build(X, y, left, depth + 1, opts, rng, L),
+    right = build(X, y, right, depth + 1, opts, rng, L) }
+end
+
+-- Per feature the distinct values of X in order and each row's index among them.
+local function levels(X)
+  local d, values, rank = #X[1], {}, {}
+  local most = 0
+  for r = 1, #X do rank[r] = {} end
+  for f = 1, d do
+    local seen, vals = {}, {}
+    for r = 1, #X do
+      local v = X[r][f]
+      if not seen[v] then seen[v] = true vals[#vals + 1] = v end
+    end
+    table.sort(vals)
+    local at = {}
+    for j, v in ipairs(vals) do at[v] = j end
+    for r = 1, #X do rank[r][f] = at[X[r][f]] end
+    values[f] = vals
+    most = math.max(most, #vals)
+  end
+  local cnt, sy, syy = {}, {}, {}
+  for j = 1, most do cnt[j], sy[j], syy[j] = 0, 0, 0 end
+  return { values = values, rank = rank, cnt = cnt, sy = sy, syy = syy }
 end
 
 local function tree_predict(node, x)
@@ -106,10 +137,11 @@ function M.fit(X, y, rng, opts)
   for k, v in pairs(opts or {}) do o[k] = v end
   local n = #X
   local trees = {}
+  local L = n > 0 and levels(X) or nil
   for t = 1, o.trees do
     local idx = {}
     for i = 1, n do idx[i] = rng:int(1, n) end
-    trees[t] = build(X, y, idx, 0, o, rng)
+    trees[t] = build(X, y, idx, 0, o, rng, L)
   end
   return setmetatable({ trees = trees }, Forest)
 end
