@@ -324,6 +324,18 @@ function W:start_worker()
   self.gpu = hello.gpu
   self.arch = self.opts.arch or hello.gpu.arch
   lap("spawn and hello")
+  -- kloop's own kernels compile in the background while the reference compiles (an
+  -- empty cache: four compiles at once, not one after another); compile.compile below
+  -- waits for each
+  local own_kernels = {}
+  if self:backend() == "cuda" then
+    own_kernels = { { "flush", M.flush_source, "kloop_l2_flush.cu", "L2 flush" },
+                    { "check", M.check_source, "kloop_check_regions.cu", "state-check" },
+                    { "compare", M.compare_source, "kloop_compare.cu", "comparison" } }
+    local jobs = {}
+    for _, k in ipairs(own_kernels) do jobs[#jobs + 1] = compile.prepare(k[2], { arch = self.arch, name = k[3] }) end
+    compile.run(jobs, { background = true })
+  end
   if not self.ref_job and not self.task.reference.none then
     local ref = self.task.reference
     local src = ref.baseline and self.task.source or ref.source
@@ -360,9 +372,7 @@ function W:start_worker()
   lap("reference compile")
   local own = {} -- kloop's own kernels the CUDA worker needs: the L2 flush and the state check
   if self:backend() == "cuda" then
-    for _, k in ipairs({ { "flush", M.flush_source, "kloop_l2_flush.cu", "L2 flush" },
-                         { "check", M.check_source, "kloop_check_regions.cu", "state-check" },
-                         { "compare", M.compare_source, "kloop_compare.cu", "comparison" } }) do
+    for _, k in ipairs(own_kernels) do
       local j = compile.compile(k[2], { arch = self.arch, name = k[3] })
       if not j.ok then
         self:kill()
