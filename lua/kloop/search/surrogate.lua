@@ -204,8 +204,12 @@ function M.pick(X, y, xs, k, rng, opts)
   -- refitting per pick costs more than it changes
   local refit = #X <= (opts.refit_below or 200)
   local forest
+  local means, sds = {}, {} -- the forest's predictions, kept while it is not refitted
   for _ = 1, math.min(k, #xs) do
-    if refit or not forest then forest = M.fit(X2, y2, rng, opts.forest) end
+    if refit or not forest then
+      forest = M.fit(X2, y2, rng, opts.forest)
+      means, sds = {}, {}
+    end
     local best = math.huge
     for _, v in ipairs(y2) do best = math.min(best, v) end
     -- every `exploit`-th pick (counted from opts.offset, so it alternates across calls
@@ -216,7 +220,11 @@ function M.pick(X, y, xs, k, rng, opts)
     local bi, bei, bmean = nil, -1, nil
     for i, x in ipairs(xs) do
       if not taken[i] then
-        local mean, sd = forest:predict(x)
+        local mean, sd = means[i], sds[i]
+        if not mean then
+          mean, sd = forest:predict(x)
+          means[i], sds[i] = mean, sd
+        end
         local ei = M.expected_improvement(mean, sd, best, opts.xi or 0.001)
         if greedy then
           if not bmean or mean < bmean then bi, bei, bmean = i, ei, mean end
