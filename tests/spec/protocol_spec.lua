@@ -676,6 +676,19 @@ describe("kloop.protocol: comparison on the device", function()
     assert.are.equal("ok", ok.verdict, ok.reason)
   end)
 
+  it("catches a kernel that overwrites the second copy only, and restores it from the first", function()
+    sim.device_compare = true
+    assert(protocol.setup(sim, SPEC, REF))
+    local v = evaluate([[gemm = function(p) local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C)
+      local r = require("kloop.worker.protocol").debug_state().cases[3].sets[1].refs[6]
+      ffi.cast("uint32_t*", r.backup.ptr)[3] = 0 end]])
+    assert.are.equal("out_of_bounds", v.verdict, v.reason)
+    assert.matches("second copy", v.reason, 1, true)
+    assert.is_falsy(v.restart, "the intact first copy was not used to restore the second")
+    local ok = evaluate(BODIES.ok)
+    assert.are.equal("ok", ok.verdict, ok.reason)
+  end)
+
   it("catches a kernel that overwrites both copies of the reference, and the worker starts afresh", function()
     sim.device_compare = true
     assert(protocol.setup(sim, SPEC, REF))

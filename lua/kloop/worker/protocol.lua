@@ -677,10 +677,19 @@ function M.restore_state(be)
         if not ok then return nil, msg end
       end
       for _, r in pairs(set.refs) do
-        -- (masked on the device: from its second copy; a damaged second copy fails the
-        -- check below, and the worker restarts)
+        -- (masked on the device: the copy whose digest is intact is copied over the
+        -- other; with neither intact the check below fails, and the worker restarts)
         if r.backup then
-          local ok, msg = be.d2d(r.dev_buf.ptr, r.backup.ptr, r.dev_buf.used)
+          local nw = r.dev_buf.used / 4
+          local dp, e1 = device_digest(be, r.dev_buf.ptr, nw)
+          local db, e2 = device_digest(be, r.backup.ptr, nw)
+          if not (dp and db) then return nil, tostring(e1 or e2) end
+          local ok, msg = true, nil
+          if dp ~= r.dev_digest and db == r.dev_digest then
+            ok, msg = be.d2d(r.dev_buf.ptr, r.backup.ptr, r.dev_buf.used)
+          elseif db ~= r.dev_digest and dp == r.dev_digest then
+            ok, msg = be.d2d(r.backup.ptr, r.dev_buf.ptr, r.dev_buf.used)
+          end
           if not ok then return nil, msg end
         elseif r.dev_buf then
           local ok, msg = be.h2d(r.dev_buf.ptr, r.masked, r.dev_buf.used)
