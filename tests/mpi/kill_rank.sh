@@ -5,8 +5,9 @@
 # records the retry, and the search's status (kloop-mpi's last line) is 0.
 set -u
 . "$(dirname "$0")/common.sh"
-# (a run hung now and then in full-suite runs: each attempt has a deadline, and a second
-# attempt is made once, said loudly as FLAKE; the hang is under study, docs/SCALE.md)
+# (a run hung now and then: a surviving rank waited in MPI_Finalize for the killed one,
+# fixed in kloop-mpi, docs/SCALE.md; each attempt keeps a deadline, and a second attempt
+# is made once, said loudly as FLAKE, as a safety net)
 attempt() {
 DB="$WORK/kill$1.db"
 timeout 90 $MPIRUN -n 3 "$BUILD/kloop-mpi" --rank-timeout 2 strategies/tune.lua examples/cpu/sgemm_blocked.c --method random \

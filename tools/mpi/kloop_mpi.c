@@ -390,8 +390,11 @@ static int run_rank0(int size, int k, double timeout_s, const char *kloop, int a
     }
     if (left) usleep(1000);
   }
+  /* the quit says whether a rank was lost: then no rank may call MPI_Finalize, which
+     would wait for the lost one forever (a surviving worker rank hung there) */
+  char lost_any = nlost ? 1 : 0;
   for (int r = 1; r < size; r++)
-    if (!lost[r]) km_send(r, 0, KM_QUIT, 0, NULL, 0);
+    if (!lost[r]) km_send(r, 0, KM_QUIT, 0, &lost_any, 1);
   for (double t0 = km_now(); km_pending() && km_now() - t0 < 2.0;) {
     km_progress();
     usleep(1000);
@@ -479,6 +482,10 @@ int main(int argc, char **argv) {
     }
   } else {
     code = km_rank_main(rank, k, kloop, timeout_s);
+    if (code < 0) { /* a rank is lost (or rank 0 went silent): MPI_Finalize cannot complete */
+      fflush(NULL);
+      _exit(-1 - code);
+    }
   }
   MPI_Finalize();
   return code;

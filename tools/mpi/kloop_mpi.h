@@ -36,7 +36,9 @@ int km_pending(void);
 /* One waiting message (any source), or 0. *data is malloc'd: [gen] stripped off. */
 int km_recv(int *src, int *slot, int *kind, uint32_t *gen, char **data, size_t *n);
 
-/* A worker rank's loop (mpi_rank.c): runs `kloop --worker BACKEND` for each of its k slots. */
+/* A worker rank's loop (mpi_rank.c): runs `kloop --worker BACKEND` for each of its k slots. Returns
+   its status, or -1 - status when MPI_Finalize cannot complete (rank 0 lost a rank, or
+   went silent itself): the caller then exits without it. */
 int km_rank_main(int rank, int k, const char *kloop, double timeout_s);
 
 #endif

@@ -180,7 +180,7 @@ int km_rank_main(int rank, int k, const char *kloop, double timeout_s) {
   slot *slots = calloc((size_t)k, sizeof *slots);
   if (!slots) return 1;
   double seen0 = km_now(), beat = 0, busy = km_now();
-  int quit = 0, rc = 0;
+  int quit = 0, rc = 0, skip_finalize = 0;
   while (!quit) {
     struct pollfd fds[3 * 64];
     int who[3 * 64], nf = 0;
@@ -216,7 +216,10 @@ int km_rank_main(int rank, int k, const char *kloop, double timeout_s) {
     size_t n;
     for (int m = 0; m < 64 && km_recv(&src, &sl, &kind, &gen, &data, &n); m++) {
       busy = seen0 = km_now();
-      if (kind == KM_QUIT) quit = 1;
+      if (kind == KM_QUIT) {
+        quit = 1;
+        if (n >= 1 && data && data[0]) skip_finalize = 1; /* rank 0 lost a rank */
+      }
       if (sl >= 0 && sl < k && kind != KM_BEAT && kind != KM_QUIT) {
         slot *s = &slots[sl];
         if (kind == KM_OPEN) {
@@ -243,10 +246,11 @@ int km_rank_main(int rank, int k, const char *kloop, double timeout_s) {
       fprintf(stderr, "kloop-mpi rank %d: no word from rank 0 for %.0f s: stopping my workers\n", rank,
               now - seen0);
       rc = 1;
+      skip_finalize = 1; /* rank 0 cannot join MPI_Finalize */
       break;
     }
   }
   for (int i = 0; i < k; i++) reset_slot(&slots[i]);
   free(slots);
-  return rc;
+  return skip_finalize ? -1 - rc : rc;
 }
