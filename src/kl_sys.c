@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "kl_internal.h"
@@ -31,6 +32,25 @@ int kl_exe_path(char *buf, size_t n) {
 int kl_isatty(int fd) { return isatty(fd); }
 int kl_file_readable(const char *path) { return path && access(path, R_OK) == 0; }
 int kl_dir_writable(const char *path) { return path && access(path, W_OK | X_OK) == 0; }
+
+/* mkdir -p without a shell: os.execute would run system(), which ignores SIGINT in kloop
+   while the child runs, and a Ctrl-C landing then was lost (a run went on forever). */
+int kl_mkdir_p(const char *path) {
+  if (!path || !*path) return KL_EINVAL;
+  char buf[4096];
+  size_t n = strlen(path);
+  if (n >= sizeof buf) return KL_EINVAL;
+  memcpy(buf, path, n + 1);
+  for (size_t i = 1; i <= n; i++) {
+    if (buf[i] != '/' && buf[i] != 0) continue;
+    char c = buf[i];
+    buf[i] = 0;
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST) return KL_ESYS;
+    buf[i] = c;
+  }
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? KL_OK : KL_ESYS;
+}
 void kl_free(void *p) { free(p); }
 int kl_getpid(void) { return (int)getpid(); }
 

@@ -61,8 +61,10 @@ function M.sorted_keys(t)
   return keys
 end
 
+-- (in C, not os.execute: system() ignores SIGINT while its child runs, and a Ctrl-C
+-- landing in that window was lost)
 function M.mkdir_p(path)
-  return os.execute("mkdir -p " .. M.shell_quote(path)) == 0
+  return require("kloop.core.sys").mkdir_p(path)
 end
 
 function M.escape_pattern(s) return (s:gsub("%p", "%%%0")) end
