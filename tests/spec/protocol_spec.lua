@@ -664,38 +664,29 @@ describe("kloop.protocol: comparison on the device", function()
     assert.are.equal(n0, sim.compares_on_device, "a reference without room on the device was compared there")
   end)
 
-  it("catches a kernel that overwrites the reference, and restores it for the next candidate", function()
+  -- a candidate that also overwrites kloop's masked references of set `set` (the lines
+  -- `writes`, with r the reference record): its verdict
+  local function damaging(set, writes)
     sim.device_compare = true
     assert(protocol.setup(sim, SPEC, REF))
-    local v = evaluate([[gemm = function(p) local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C)
-      local st = require("kloop.worker.protocol").debug_state()
-      ffi.cast("uint32_t*", st.cases[3].sets[2].refs[6].dev_buf.ptr)[7] = 0 end]])
-    assert.are.equal("out_of_bounds", v.verdict, v.reason)
-    assert.matches("kloop's reference of C", v.reason, 1, true)
-    local ok = evaluate(BODIES.ok)
-    assert.are.equal("ok", ok.verdict, ok.reason)
-  end)
+    return evaluate(string.format([[gemm = function(p) local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C)
+      local r = require("kloop.worker.protocol").debug_state().cases[3].sets[%d].refs[6]
+      %s end]], set, writes))
+  end
 
-  it("catches a kernel that overwrites the second copy only, and restores it from the first", function()
-    sim.device_compare = true
-    assert(protocol.setup(sim, SPEC, REF))
-    local v = evaluate([[gemm = function(p) local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C)
-      local r = require("kloop.worker.protocol").debug_state().cases[3].sets[1].refs[6]
-      ffi.cast("uint32_t*", r.backup.ptr)[3] = 0 end]])
-    assert.are.equal("out_of_bounds", v.verdict, v.reason)
-    assert.matches("second copy", v.reason, 1, true)
-    assert.is_falsy(v.restart, "the intact first copy was not used to restore the second")
-    local ok = evaluate(BODIES.ok)
-    assert.are.equal("ok", ok.verdict, ok.reason)
+  it("catches a kernel that overwrites either copy of the reference, and restores it from the other", function()
+    for _, c in ipairs({ { 2, "dev_buf", 7, "kloop's reference of C" }, { 1, "backup", 3, "second copy" } }) do
+      local v = damaging(c[1], string.format('ffi.cast("uint32_t*", r.%s.ptr)[%d] = 0', c[2], c[3]))
+      assert.are.equal("out_of_bounds", v.verdict, v.reason)
+      assert.matches(c[4], v.reason, 1, true)
+      assert.is_falsy(v.restart, c[2] .. ": the intact copy was not used to restore the other")
+      local ok = evaluate(BODIES.ok)
+      assert.are.equal("ok", ok.verdict, ok.reason)
+    end
   end)
 
   it("catches a kernel that overwrites both copies of the reference, and the worker starts afresh", function()
-    sim.device_compare = true
-    assert(protocol.setup(sim, SPEC, REF))
-    local v = evaluate([[gemm = function(p) local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C)
-      local r = require("kloop.worker.protocol").debug_state().cases[3].sets[2].refs[6]
-      ffi.cast("uint32_t*", r.dev_buf.ptr)[7] = 0
-      ffi.cast("uint32_t*", r.backup.ptr)[7] = 0 end]])
+    local v = damaging(2, 'ffi.cast("uint32_t*", r.dev_buf.ptr)[7] = 0; ffi.cast("uint32_t*", r.backup.ptr)[7] = 0')
     assert.are.equal("out_of_bounds", v.verdict, v.reason)
     -- no copy is left to restore from: the worker must not go on with a wrong reference
     assert.is_true(v.restart == true, "the worker went on after losing its reference")
