@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,20 @@ int kl_mkdir_p(const char *path) {
   }
   struct stat st;
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? KL_OK : KL_ESYS;
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f) {
+  (void)sb, (void)flag, (void)f;
+  return remove(p);
+}
+
+/* rm -rf without a shell (for the same reason as kl_mkdir_p); a symlink is removed, never
+   followed. A path that does not exist is done already. */
+int kl_rm_rf(const char *path) {
+  if (!path || !*path || strcmp(path, "/") == 0) return KL_EINVAL;
+  struct stat st;
+  if (lstat(path, &st) != 0) return errno == ENOENT ? KL_OK : KL_ESYS;
+  return nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) == 0 ? KL_OK : KL_ESYS;
 }
 void kl_free(void *p) { free(p); }
 int kl_getpid(void) { return (int)getpid(); }

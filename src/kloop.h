@@ -43,6 +43,7 @@ int kl_isatty(int fd);
 int kl_file_readable(const char *path);
 int kl_dir_writable(const char *path);
 int kl_mkdir_p(const char *path); /* mkdir -p (mode 0777 less the umask), no shell; kl_status */
+int kl_rm_rf(const char *path);   /* rm -rf, no shell, symlinks not followed; kl_status */
 void kl_free(void *p);
 uint64_t kl_hash64(const void *data, size_t n, uint64_t seed); /* FNV-1a, 64 bit */
 int kl_getpid(void);

@@ -12,6 +12,7 @@ function M.now() return C.kl_now() end
 function M.getpid() return C.kl_getpid() end
 function M.cpu_count() return tonumber(C.kl_cpu_count()) end
 function M.mkdir_p(path) return C.kl_mkdir_p(path) == 0 end
+function M.rm_rf(path) return C.kl_rm_rf(path) == 0 end
 function M.isatty(fd) return C.kl_isatty(fd) == 1 end
 function M.dir_writable(path) return C.kl_dir_writable(path) == 1 end
 -- This binary's path (/proc/self/exe), or nil.

@@ -351,7 +351,7 @@ function M.host(task, cand, opts)
   local ok, why = p:close(math.floor((opts.deadline or 120) * 1000))
   local out = p:tail():gsub(util.escape_pattern(b.dir .. "/"), "")
   local status = p:exit_status()
-  os.execute("rm -rf " .. util.shell_quote(b.dir))
+  sys.rm_rf(b.dir) -- (not os.execute: system() would drop a Ctrl-C meanwhile)
   ev.seconds = sys.now() - t0
   local kind, lines = M.read_host_output(out)
   ev.exit_status = status
