@@ -41,6 +41,15 @@ end
 
 local function protected(_, fn, ...) return pcall(fn, ...) end
 
+-- the driver's one-worker step: the fresh candidates, their order, then the run
+local function ready_order(ctx, batch) return ctx:ready_order(ctx:fresh_batch(batch)) end
+local function run_batch(ctx, batch, S)
+  local list = ctx:fresh_batch(batch)
+  local order = ctx:ready_order(list)
+  if not order then return true, "proposal order" end
+  return ctx:evaluate_ready_first(list, order, S, protected)
+end
+
 -- a strategy that logs what it is told, in order
 local function logging()
   local S = { seen = {} }
@@ -55,8 +64,8 @@ describe("one worker: compiled candidates first, settled in proposal order", fun
     local ctx = ctx_with(ev)
     local S = logging()
     local batch = cands("a", "b", "c", "d")
-    assert.is_table(ctx:ready_order(batch))
-    local ok, msg = ctx:evaluate_ready_first(batch, S, protected)
+    assert.is_table(ready_order(ctx, batch))
+    local ok, msg = run_batch(ctx, batch, S)
     assert.is_true(ok, tostring(msg))
     -- b and d were compiled: they ran first; then a and c
     assert.are.same({ "full b", "full d", "full a", "full c" }, { ev.calls[1], ev.calls[2], ev.calls[3], ev.calls[4] })
@@ -74,11 +83,11 @@ describe("one worker: compiled candidates first, settled in proposal order", fun
   it("keeps the proposal order where nothing would move", function()
     local ev = fake_ev({ a = 1, b = 1, c = 1 }, {})
     local ctx = ctx_with(ev)
-    assert.is_nil(ctx:ready_order(cands("a", "b", "c")), "all compiled")
+    assert.is_nil(ready_order(ctx, cands("a", "b", "c")), "all compiled")
     ev = fake_ev({ a = 1, b = 1, c = 1 }, { b = false, c = false })
-    assert.is_nil(ctx_with(ev):ready_order(cands("a", "b", "c")), "the compiling ones are last already")
+    assert.is_nil(ready_order(ctx_with(ev), cands("a", "b", "c")), "the compiling ones are last already")
     ev = fake_ev({ a = 1, b = 1 }, { a = false, b = false })
-    assert.is_nil(ctx_with(ev):ready_order(cands("a", "b")), "none compiled")
+    assert.is_nil(ready_order(ctx_with(ev), cands("a", "b")), "none compiled")
   end)
 
   it("takes no more than the budget leaves, and nothing evaluated before", function()
@@ -88,7 +97,7 @@ describe("one worker: compiled candidates first, settled in proposal order", fun
     ctx.history[1] = { source = "base", proposer = "baseline", result = OK(4) }
     ctx.done_keys[driver.key({ source = "b" })] = true -- b ran in an earlier batch
     local S = logging()
-    assert.is_true((ctx:evaluate_ready_first(cands("a", "b", "c"), S, protected)))
+    assert.is_true((run_batch(ctx, cands("a", "b", "c"), S)))
     assert.are.same({ "full c", "full a" }, { ev.calls[1], ev.calls[2] })
     assert.are.same({ "a", "c" }, S.seen)
   end)

@@ -368,11 +368,10 @@ local function bg_wait(key)
   return job
 end
 
--- Whether src with opts is compiled (in the cache, or its background job done) so that
--- an evaluation of it waits for no compiler; reads the background jobs that are done.
-function M.ready(src, opts)
-  local job = M.prepare(src, opts)
-  if not job then return true end -- (refused at once: nothing to wait for)
+-- Whether a prepared job (M.prepare) is compiled (in the cache, or its background job
+-- done) so that an evaluation of it waits for no compiler; reads the background jobs
+-- that are done.
+function M.ready(job)
   M.pump(0)
   local b = bg.by_key[job.key]
   if b then return b.done == true end

@@ -364,14 +364,20 @@ function Evaluator:precompile(cands)
   if not ok then return end
   local jobs = {}
   for _, c in ipairs(cands) do
-    -- (sizes compiled in: one job per case, all in the background alike)
-    for _, case in ipairs(self:compile_cases() or { false }) do
-      local _, copts = self:compiler(with_case(c, case), c.source or self.task.source)
-      local job = compile.prepare(c.source or self.task.source, copts)
-      if job then jobs[#jobs + 1] = job end
-    end
+    for _, job in ipairs(self:compile_jobs(c)) do jobs[#jobs + 1] = job end
   end
   compile.run(jobs, { parallel = self.opts.compile_parallel, background = self.opts.compile_background ~= false })
+end
+
+-- The compile jobs a candidate ({source, defines}) needs: one, or (sizes compiled in)
+-- one per case; a source refused at once has none.
+function Evaluator:compile_jobs(c)
+  local src, jobs = c.source or self.task.source, {}
+  for _, case in ipairs(self:compile_cases() or { false }) do
+    local _, copts = self:compiler(with_case(c, case), src)
+    jobs[#jobs + 1] = compile.prepare(src, copts)
+  end
+  return jobs
 end
 
 -- Whether every binary a candidate ({source, defines}) needs is compiled already, so
@@ -379,9 +385,8 @@ end
 -- always ready).
 function Evaluator:compiled(c)
   if self:backend() == "host" then return true end
-  for _, case in ipairs(self:compile_cases() or { false }) do
-    local _, copts = self:compiler(with_case(c, case), c.source or self.task.source)
-    if not compile.ready(c.source or self.task.source, copts) then return false end
+  for _, job in ipairs(self:compile_jobs(c)) do
+    if not compile.ready(job) then return false end
   end
   return true
 end

@@ -323,21 +323,12 @@ function Ctx:compile_ahead(strategy, nbatch)
   for _, c in ipairs(list) do
     if type(c) == "table" and not c.skip and #real < n and not self.done_keys[M.key(c)] then real[#real + 1] = c end
   end
-  self.ahead = (self.ahead or 0) + #real
   self.ev:precompile(real)
 end
 
--- One worker, a batch: the candidates whose binaries are compiled run first (in
--- proposal order), those still compiling after them, so the GPU works while their
--- compilers finish; the results are then settled (A/B, store, on_result) in proposal
--- order, as if they had run in it: the same seed gives the same candidates, bests and
--- records whatever the compilers' timing. (Not with the cascade: which screen is worth
--- a full evaluation depends on the screens before it.) A candidate left unevaluated (a
--- budget, Ctrl-C) is not settled; Ctrl-C keeps the stored proposals, which --resume runs.
--- The batch's fresh candidates (at most what the budget still takes) and the order
--- to run them in, or nil when that order is the proposal order (all compiled, or
--- none compiled after one still compiling).
-function Ctx:ready_order(cands)
+-- The batch's fresh candidates: not skipped, not evaluated before, not twice, and no
+-- more than the budget still takes (done_keys is not marked here).
+function Ctx:fresh_batch(cands)
   local room = self.opts.budget - (#self.history - 1)
   local list, seen = {}, {}
   for _, cand in ipairs(cands) do
@@ -347,18 +338,48 @@ function Ctx:ready_order(cands)
       list[#list + 1] = cand
     end
   end
+  return list
+end
+
+-- What follows a batch's evaluations (one worker's, reordered, or the pool's): each
+-- result (results[i] for list[i]; a candidate left unevaluated has none) settled (the
+-- best, the store, the progress line) and given to the strategy, in proposal order.
+-- Returns ok, msg like the driver's steps.
+function Ctx:settle_batch(list, results, strategy, protected)
+  for i, cand in ipairs(list) do
+    local r = results[i]
+    if r then
+      local ok, msg = protected("evaluate", function() self:evaluate(cand, r) end)
+      if not ok then return false, msg end
+      local tr = sys.now()
+      ok, msg = protected("on_result", strategy.on_result, self, cand, cand.result)
+      self:spend("strategy", tr)
+      if not ok then return false, msg end
+    end
+  end
+  return true
+end
+
+-- One worker: the order to run a batch's fresh candidates in (indices into list) when
+-- some are compiled already and come after one still compiling: the compiled first,
+-- in proposal order, then the rest, so the GPU works while their compilers finish. nil
+-- when that order is the proposal order.
+function Ctx:ready_order(list)
   local order, later = {}, {}
   for i, cand in ipairs(list) do
     if self.ev:compiled(cand) then order[#order + 1] = i else later[#later + 1] = i end
   end
   if #later == 0 or #order == 0 or order[#order] < later[1] then return nil end
   for _, i in ipairs(later) do order[#order + 1] = i end
-  return order, list
+  return order
 end
 
-function Ctx:evaluate_ready_first(cands, strategy, protected)
-  local order, list = self:ready_order(cands)
-  if not order then return true end
+-- Runs list in `order` (Ctx:ready_order), then settles the results in proposal order,
+-- as if they had run in it: the same seed gives the same candidates, bests and records
+-- whatever the compilers' timing. (Not with the cascade: which screen is worth a full
+-- evaluation depends on the screens before it.) A candidate left unevaluated (a budget,
+-- Ctrl-C) is not settled; Ctrl-C keeps the stored proposals, which --resume runs.
+function Ctx:evaluate_ready_first(list, order, strategy, protected)
   for _, cand in ipairs(list) do self.done_keys[M.key(cand)] = true end
   local prop = self.proposer
   local results = {}
@@ -377,18 +398,9 @@ function Ctx:evaluate_ready_first(cands, strategy, protected)
   end)
   -- Ctrl-C: nothing more runs (no A/B); the stored proposals are run again on --resume
   if not ok and sys.is_interrupt(msg) then return ok, msg end
-  -- what ran is settled, in proposal order, even when a budget stopped the loop above
-  for i, cand in ipairs(list) do
-    local r = results[i]
-    if r then
-      local oke, emsg = protected("evaluate", function() self:evaluate(cand, r) end)
-      if not oke then return false, emsg end
-      local tr = sys.now()
-      local okr, rmsg = protected("on_result", strategy.on_result, self, cand, cand.result)
-      self:spend("strategy", tr)
-      if not okr then return false, rmsg end
-    end
-  end
+  -- what ran is settled, even when a budget stopped the loop above
+  local oks, smsg = self:settle_batch(list, results, strategy, protected)
+  if not oks then return false, smsg end
   return ok, msg
 end
 
@@ -576,10 +588,12 @@ function M.run(strategy, path, args)
     ok, msg = protected("prefetch", function() ctx:lookahead(ctx.best or ctx.baseline, #real, left - #real) end)
     if not ok then break end
     local prop = ctx.proposer
+    local fresh = not ctx.pool and ctx.opts.cascade ~= "on" and ctx:fresh_batch(cands)
+    local order = fresh and ctx:ready_order(fresh)
     if ctx.pool then
       ok, msg = require("kloop.search.workers").evaluate_batch(ctx, cands, strategy, protected)
-    elseif ctx.opts.cascade ~= "on" and ctx:ready_order(cands) then
-      ok, msg = ctx:evaluate_ready_first(cands, strategy, protected)
+    elseif order then
+      ok, msg = ctx:evaluate_ready_first(fresh, order, strategy, protected)
     else
       for _, cand in ipairs(cands) do
         if ctx:budget_spent() or sys.interrupted() then break end

@@ -90,15 +90,8 @@ end
 -- given to the strategy, as with one worker. Returns ok, msg like the driver's steps.
 function M.evaluate_batch(ctx, cands, strategy, protected)
   local driver = require("kloop.search.driver")
-  local list = {}
-  local room = ctx.opts.budget - (#ctx.history - 1)
-  for _, cand in ipairs(cands) do
-    local key = not cand.skip and driver.key(cand)
-    if key and not ctx.done_keys[key] and #list < room then
-      ctx.done_keys[key] = true
-      list[#list + 1] = cand
-    end
-  end
+  local list = ctx:fresh_batch(cands)
+  for _, cand in ipairs(list) do ctx.done_keys[driver.key(cand)] = true end
   local prop = ctx.proposer
   local ok, res = protected("evaluate", function()
     return ctx.pool:run(list, function(cand, ev) return ctx:run_stages(cand, ev) end, {
@@ -108,18 +101,8 @@ function M.evaluate_batch(ctx, cands, strategy, protected)
     })
   end)
   if not ok then return false, res end
-  for i, cand in ipairs(list) do
-    local r = res[i]
-    if not r then break end
-    local msg
-    ok, msg = protected("evaluate", function() ctx:evaluate(cand, r) end)
-    if not ok then return false, msg end
-    local tr = sys.now()
-    ok, msg = protected("on_result", strategy.on_result, ctx, cand, cand.result)
-    ctx:spend("strategy", tr)
-    if not ok then return false, msg end
-  end
-  return true
+  -- (the pool starts candidates in order: the results are a prefix of the list)
+  return ctx:settle_batch(list, res, strategy, protected)
 end
 
 -- The summary's line about the workers (nil with one).
