@@ -2,7 +2,12 @@
 -- landscapes (no GPU): for each space, budget max(10% of the valid points, 16), many
 -- seeds, how often the best found is within 2% of the exhaustive optimum.
 -- usage: kloop bench/search_sim.lua [--seeds N] [--methods model,random,anneal] [--batch B]
---        [--only NAME] [--budgets 16,44,89] [--json FILE]
+--        [--only NAME] [--budgets 16,44,89] [--json FILE] [--favour off|EI,MEAN] [--ahead N]
+-- After each propose the driver's compile-ahead call, upcoming(ctx, N) (N = 16, the
+-- H200 machine's compilers), is made too: the "guessed" column is the share of the
+-- proposals after the first batch that the guess before them named (compiled ahead:
+-- no wait for a compiler). --favour sets how much the model's picks prefer those
+-- points (kloop.search.surrogate FAVOUR_EI, FAVOUR_MEAN; off: never).
 -- The strategy's hooks (strategies/tune.lua) run exactly as the driver calls them:
 -- init, then propose / evaluate each / on_result until the budget is spent; an
 -- evaluation is a look-up in the landscape (a point it lacks is a failed candidate).
@@ -12,6 +17,8 @@ local util = require("kloop.util")
 local cjson = require("cjson")
 
 local seeds, methods, batch, only, json_out, budgets = 20, { "model", "random", "anneal" }, 4, nil, nil, nil
+local ahead = 16
+local surrogate = require("kloop.search.surrogate")
 local i = 1
 while i <= #arg do
   local a = arg[i]
@@ -21,6 +28,16 @@ while i <= #arg do
   elseif a == "--only" then only = arg[i + 1] i = i + 1
   elseif a == "--json" then json_out = arg[i + 1] i = i + 1
   elseif a == "--budgets" then budgets = util.split(arg[i + 1], ",") i = i + 1
+  elseif a == "--ahead" then ahead = tonumber(arg[i + 1]) i = i + 1
+  elseif a == "--favour" then
+    local v = arg[i + 1]
+    i = i + 1
+    if v == "off" then surrogate.FAVOUR_EI, surrogate.FAVOUR_MEAN = math.huge, -math.huge
+    else
+      local e, m = v:match("^([%d.]+),([%d.]+)$")
+      if not e then error("--favour wants off or EI,MEAN (e.g. 0.5,0.02)") end
+      surrogate.FAVOUR_EI, surrogate.FAVOUR_MEAN = tonumber(e), tonumber(m)
+    end
   else error("unknown argument " .. a) end
   i = i + 1
 end
@@ -92,9 +109,20 @@ local function run(land, method, seed, budget)
   ctx.history[1] = { proposer = "baseline", result = { verdict = "ok", time_ms = 1e9 } }
   strategy.init(ctx)
   local evaluated, best = 0, math.huge
+  local guessed, hits, after_first = nil, 0, 0
   while evaluated < budget do
     local cands = strategy.propose(ctx)
     if #cands == 0 then break end
+    if guessed then
+      for _, c in ipairs(cands) do
+        after_first = after_first + 1
+        if guessed[tune.key(c.defines)] then hits = hits + 1 end
+      end
+    end
+    guessed = {}
+    if ahead > 0 and strategy.upcoming then
+      for _, c in ipairs(strategy.upcoming(ctx, ahead)) do guessed[tune.key(c.defines)] = true end
+    end
     for _, c in ipairs(cands) do
       if evaluated >= budget then break end
       evaluated = evaluated + 1
@@ -105,7 +133,7 @@ local function run(land, method, seed, budget)
       if strategy.on_result then strategy.on_result(ctx, c, c.result) end
     end
   end
-  return best, evaluated
+  return best, evaluated, hits, after_first
 end
 
 local rows, raw = {}, {}
@@ -118,27 +146,29 @@ for _, land in ipairs(landscapes) do
     for _, budget in ipairs(budgets or { math.max(math.ceil(0.1 * #all), 16) }) do
     budget = tonumber(budget)
     for _, method in ipairs(methods) do
-      local within, ratios, used = 0, {}, 0
+      local within, ratios, used, hits, later = 0, {}, 0, 0, 0
       local t0 = os.clock()
       for s = 1, seeds do
-        local best, n = run(land, method, 1000 + s, budget)
+        local best, n, h, l = run(land, method, 1000 + s, budget)
+        hits, later = hits + h, later + l
         ratios[s] = best / opt
         used = used + n
         if best <= 1.02 * opt then within = within + 1 end
       end
       table.sort(ratios)
-      rows[#rows + 1] = string.format("%-24s %6d %6d  %-8s %5.0f%%  %8.4f  %8.4f  %6.1f  %6.2f s", land.name, #all, budget,
-        method, 100 * within / seeds, ratios[math.ceil(seeds / 2)], ratios[seeds], used / seeds, os.clock() - t0)
+      rows[#rows + 1] = string.format("%-24s %6d %6d  %-8s %5.0f%%  %8.4f  %8.4f  %6.1f  %6.0f%%  %6.2f s", land.name, #all, budget,
+        method, 100 * within / seeds, ratios[math.ceil(seeds / 2)], ratios[seeds], used / seeds,
+        later > 0 and 100 * hits / later or 0, os.clock() - t0)
       raw[#raw + 1] = { landscape = land.name, points = #all, budget = budget, method = method, seeds = seeds,
         within_2pct = within / seeds, median_ratio = ratios[math.ceil(seeds / 2)], worst_ratio = ratios[seeds],
-        mean_evaluations = used / seeds }
+        mean_evaluations = used / seeds, guessed = later > 0 and hits / later or nil }
       io.stderr:write(rows[#rows], "\n")
     end
     end
   end
 end
-print(string.format("%-24s %6s %6s  %-8s %6s  %8s  %8s  %6s  %8s", "landscape", "valid", "budget", "method", "<=2%",
-  "median", "worst", "evals", "cpu"))
+print(string.format("%-24s %6s %6s  %-8s %6s  %8s  %8s  %6s  %7s  %8s", "landscape", "valid", "budget", "method", "<=2%",
+  "median", "worst", "evals", "guessed", "cpu"))
 for _, r in ipairs(rows) do print(r) end
 io.stdout:flush()
 if json_out then util.write_file(json_out, cjson.encode(raw)) end

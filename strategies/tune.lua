@@ -131,8 +131,14 @@ local function propose_model(ctx, n, guess)
   if #pool == 0 then return out end
   local xs = {}
   for i, p in ipairs(pool) do xs[i] = ctx.encode(p) end
-  -- (a guess for compiling ahead: one fit serves every pick, the top n by the model)
-  local chosen, ei = surrogate.pick(X, y, xs, n, ctx.rng, { offset = ctx.picks or 0, refit_below = guess and 0 or nil })
+  -- (a guess for compiling ahead: one fit serves every pick, the top n by the model).
+  -- The real picks favour the points of the last guess (compiled ahead, so they run
+  -- without waiting for a compiler) where the model rates one nearly as high as its
+  -- first choice: the guess is part of the search's state, computed by every propose
+  -- at a fixed size, so the same seed gives the same run on any machine
+  local favoured = not guess and ctx.guess_keys or nil
+  local chosen, ei = surrogate.pick(X, y, xs, n, ctx.rng, { offset = ctx.picks or 0, refit_below = guess and 0 or nil,
+    favour = favoured and function(i) return favoured[tune.key(pool[i])] == true end })
   ctx.picks = (ctx.picks or 0) + #chosen
   -- a model that expects nothing better anywhere, twice in a row, ends the search
   ctx.flat = ei < ctx.opts.stop_ei and (ctx.flat or 0) + 1 or 0
@@ -147,6 +153,32 @@ local function propose_model(ctx, n, guess)
   return out
 end
 
+-- The model's next points on what it knows now (one fit), with no side effects on the
+-- run's generator, seen set or counters: the guess compiled ahead and favoured by the
+-- next real picks.
+local GUESS = 16
+local function model_guess(ctx, n)
+  local keep = { rng = ctx.rng, seen = ctx.seen, picks = ctx.picks, flat = ctx.flat, stopped = ctx.stopped,
+    quiet = ctx.opts.quiet }
+  ctx.rng = ctx.rng:clone()
+  ctx.seen = setmetatable({}, { __index = keep.seen }) -- fresh() marks the copy only
+  ctx.opts.quiet = true
+  local ok, out = pcall(propose_model, ctx, n, true)
+  ctx.rng, ctx.seen, ctx.picks, ctx.flat, ctx.stopped, ctx.opts.quiet =
+    keep.rng, keep.seen, keep.picks, keep.flat, keep.stopped, keep.quiet
+  if not ok then error(out, 0) end
+  return out
+end
+
+local function propose_model_step(ctx, n)
+  local out = propose_model(ctx, n)
+  -- the guess for the next step, kept whether or not the driver compiles it ahead
+  ctx.guess = #out > 0 and not ctx.stopped and model_guess(ctx, GUESS) or {}
+  ctx.guess_keys = {}
+  for _, c in ipairs(ctx.guess) do ctx.guess_keys[tune.key(c.defines)] = true end
+  return out
+end
+
 function S.propose(ctx)
   local out = {}
   local n = ctx.opts.batch
@@ -157,7 +189,7 @@ function S.propose(ctx)
     end
     return out
   end
-  if ctx.opts.method == "model" then return propose_model(ctx, n) end
+  if ctx.opts.method == "model" then return propose_model_step(ctx, n) end
   local evaluated = #ctx.history - 1
   for _ = 1, 200 * n do
     if #out >= n then break end
@@ -180,8 +212,9 @@ end
 -- What propose would give next, with no side effects (kloop.search.driver compiles it
 -- ahead while the batch just proposed is evaluated): the queue's next points; the random
 -- draws propose will make (on a copy of the run's generator and of the seen set); behind
--- the model, one batch of its picks on what it knows now (a guess: the batch's results
--- will move it; a miss costs idle CPU only).
+-- the model, the guess the last propose made: its top GUESS points on one fit, which the
+-- next real picks favour (the batch's results still move them; a miss costs a compile's
+-- latency, and idle CPU for the guessed points never proposed).
 function S.upcoming(ctx, n)
   local out = {}
   if ctx.queue then
@@ -192,18 +225,21 @@ function S.upcoming(ctx, n)
     end
     return out
   end
-  local keep = { rng = ctx.rng, seen = ctx.seen, picks = ctx.picks, flat = ctx.flat, stopped = ctx.stopped,
-    quiet = ctx.opts.quiet }
+  if ctx.opts.method == "model" then
+    -- the guess the last propose made (before any, the first random draws, exactly)
+    local list = ctx.guess or model_guess(ctx, GUESS)
+    for _, c in ipairs(list) do
+      if #out >= n then break end
+      if not ctx.seen[tune.key(c.defines)] then out[#out + 1] = c end
+    end
+    return out
+  end
+  local keep = { rng = ctx.rng, seen = ctx.seen, quiet = ctx.opts.quiet }
   ctx.rng = ctx.rng:clone()
   ctx.seen = setmetatable({}, { __index = keep.seen }) -- fresh() marks the copy only
   ctx.opts.quiet = true
   local ok, err = pcall(function()
-    -- behind the model: its top n on one fit (the real picks refit after each);
-    -- random draws (and the model's first points) as propose makes them
-    if ctx.opts.method == "model" then
-      out = propose_model(ctx, n, true)
-      return
-    end
+    -- random draws as propose makes them
     for _ = 1, math.ceil(n / math.max(1, ctx.opts.batch)) do
       local got = S.propose(ctx)
       if #got == 0 then break end
@@ -211,8 +247,7 @@ function S.upcoming(ctx, n)
       if #out >= n then break end
     end
   end)
-  ctx.rng, ctx.seen, ctx.picks, ctx.flat, ctx.stopped, ctx.opts.quiet =
-    keep.rng, keep.seen, keep.picks, keep.flat, keep.stopped, keep.quiet
+  ctx.rng, ctx.seen, ctx.opts.quiet = keep.rng, keep.seen, keep.quiet
   if not ok then error(err, 0) end
   return out
 end

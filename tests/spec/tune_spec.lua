@@ -130,6 +130,30 @@ describe("tune --method model", function()
     assert.are.equal(valid, n)
   end)
 
+  -- of each batch's proposals, how many the guess before it named (compiled ahead)
+  local function guessed_share(ctx, m)
+    local hits, total = 0, 0
+    for _, g in ipairs(ctx.guesses) do
+      local guessed = {}
+      for _, c in ipairs(g.list) do
+        local k = tune.key(c.defines)
+        guessed[k] = true
+        -- never a point already proposed
+        for i = 2, math.min(g.after + 1, #ctx.history) do
+          assert.are_not.equal(tune.key(ctx.history[i].defines), k, m .. ": guessed an evaluated point")
+        end
+      end
+      for j = 1, 4 do
+        local nxt = ctx.history[g.after + 1 + j]
+        if nxt then
+          total = total + 1
+          if guessed[tune.key(nxt.defines)] then hits = hits + 1 end
+        end
+      end
+    end
+    return hits, total
+  end
+
   -- upcoming (compiled ahead by the driver) must not change the search, and where the
   -- next proposals are known (the queue, random draws) it must be exactly them
   it("guesses what it proposes next without changing the search", function()
@@ -137,32 +161,13 @@ describe("tune --method model", function()
     for _, m in ipairs({ "model", "random", "anneal", "exhaustive" }) do
       local o = { budget = m == "exhaustive" and 512 or 40, seed = 5, method = m }
       local _, _, plain = drive(task, o, bowl)
-      o.ahead = 8
+      o.ahead = 16
       local _, _, ahead = drive(task, o, bowl)
       assert.are.equal(#plain.history, #ahead.history, m)
       for i = 2, #plain.history do
         assert.are.equal(tune.key(plain.history[i].defines), tune.key(ahead.history[i].defines), m .. " candidate " .. i)
       end
-      -- of the next batch's proposals, how many were guessed (compiled ahead)
-      local hits, total = 0, 0
-      for _, g in ipairs(ahead.guesses) do
-        local guessed = {}
-        for _, c in ipairs(g.list) do
-          local k = tune.key(c.defines)
-          guessed[k] = true
-          -- never a point already proposed
-          for i = 2, math.min(g.after + 1, #ahead.history) do
-            assert.are_not.equal(tune.key(ahead.history[i].defines), k, m .. ": guessed an evaluated point")
-          end
-        end
-        for j = 1, 4 do
-          local nxt = ahead.history[g.after + 1 + j]
-          if nxt then
-            total = total + 1
-            if guessed[tune.key(nxt.defines)] then hits = hits + 1 end
-          end
-        end
-      end
+      local hits, total = guessed_share(ahead, m)
       assert.is_true(total > 0, m)
       if os.getenv("KLOOP_SPEC_VERBOSE") then print(string.format("\n%s: %d of %d next proposals guessed", m, hits, total)) end
       if m == "model" then assert.is_true(hits >= total / 4, string.format("model: %d of %d guessed", hits, total)) end
@@ -170,6 +175,29 @@ describe("tune --method model", function()
         assert.are.equal(total, hits, m .. ": the next proposals are known")
       end
     end
+  end)
+
+  -- the model's real picks prefer its last guess where the model rates a guessed point
+  -- nearly as high: more of them are compiled ahead than with no preference, and the
+  -- search still finds the bowl's bottom
+  it("favours the points it guessed (compiled ahead)", function()
+    local task = space_task(8, 3)
+    local o = { budget = 40, seed = 5, method = "model", ahead = 16 }
+    local saved = { surrogate.FAVOUR_EI, surrogate.FAVOUR_MEAN }
+    surrogate.FAVOUR_EI, surrogate.FAVOUR_MEAN = math.huge, -math.huge
+    local ok, err = pcall(function()
+      local _, _, plain = drive(task, o, bowl)
+      o.plain_hits = guessed_share(plain, "no preference")
+    end)
+    surrogate.FAVOUR_EI, surrogate.FAVOUR_MEAN = saved[1], saved[2]
+    assert(ok, err)
+    local best, _, fav = drive(task, o, bowl)
+    local hits, total = guessed_share(fav, "favoured")
+    if os.getenv("KLOOP_SPEC_VERBOSE") then
+      print(string.format("\nguessed: %d of %d favoured, %d with no preference", hits, total, o.plain_hits))
+    end
+    assert.is_true(hits > o.plain_hits, string.format("favoured %d, no preference %d", hits, o.plain_hits))
+    assert.are.equal(1, best) -- P1=16 P2=4 P3=64
   end)
 
   it("refuses an unknown method", function()

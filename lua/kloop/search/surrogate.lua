@@ -179,7 +179,9 @@ end
 
 -- Picks up to k points of pool (feature vectors xs) by expected improvement under a
 -- model of (X, y), one at a time: each pick is added to the data at its predicted mean
--- ("believer") so the next one looks elsewhere. Returns indices into pool and the best EI.
+-- ("believer") so the next one looks elsewhere. opts.favour(i) marks points preferred
+-- where nearly as good (compiled ahead). Returns indices into pool and the best EI.
+M.FAVOUR_EI, M.FAVOUR_MEAN = 0.7, 0.02
 function M.pick(X, y, xs, k, rng, opts)
   opts = opts or {}
   local X2, y2 = {}, {}
@@ -218,6 +220,8 @@ function M.pick(X, y, xs, k, rng, opts)
     local exploit = opts.exploit or M.EXPLOIT
     local greedy = exploit > 0 and ((opts.offset or 0) + #chosen) % exploit == exploit - 1
     local bi, bei, bmean = nil, -1, nil
+    local fi, fei, fmean = nil, -1, nil -- the same choice among the favoured points
+    local favour = opts.favour
     for i, x in ipairs(xs) do
       if not taken[i] then
         local mean, sd = means[i], sds[i]
@@ -231,10 +235,26 @@ function M.pick(X, y, xs, k, rng, opts)
         elseif ei > bei or (ei == bei and bmean and mean < bmean) then
           bi, bei, bmean = i, ei, mean
         end
+        if favour and favour(i) then
+          if greedy then
+            if not fmean or mean < fmean then fi, fei, fmean = i, ei, mean end
+          elseif ei > fei or (ei == fei and fmean and mean < fmean) then
+            fi, fei, fmean = i, ei, mean
+          end
+        end
       end
     end
     if not bi then break end
-    top_ei = top_ei or bei
+    top_ei = top_ei or bei -- (the stop rule reads the model's best, favoured or not)
+    -- a favoured point (compiled ahead) in place of the first choice when the model
+    -- rates it nearly as high: EI at least FAVOUR_EI of the best's, or a predicted time
+    -- within FAVOUR_MEAN (in log time) of the lowest for a greedy pick
+    if fi and fi ~= bi then
+      if (greedy and fmean <= bmean + (opts.favour_mean or M.FAVOUR_MEAN))
+        or (not greedy and fei >= (opts.favour_ei or M.FAVOUR_EI) * bei) then
+        bi, bei, bmean = fi, fei, fmean
+      end
+    end
     chosen[#chosen + 1] = bi
     taken[bi] = true
     X2[#X2 + 1], y2[#y2 + 1] = xs[bi], bmean
