@@ -57,6 +57,41 @@ describe("kloop.eval worker start", function()
   end)
 end)
 
+describe("kloop.eval precompile before the worker is up", function()
+  -- the driver compiles the first batches the strategy foresees before the baseline
+  -- runs; with no worker yet, they must be queued right after the hello (the arch is
+  -- known), so they compile beside the reference and during the task's setup
+  it("queues the candidates' compiles before the setup request", function()
+    local compile = require("kloop.eval.compile")
+    local ev = eval.new(assert(taskmod.load("kernels/gemm.lua")), { backend = "cuda", measure_peaks = false })
+    -- defines no binary in any cache has: a queued job is the only way to be ready early
+    local nonce = sys.hex64(sys.hash64(assert(sys.random_bytes(8))))
+    local cands = {}
+    for k = 1, 3 do cands[k] = { defines = { KLOOP_SPEC_NONCE = nonce .. k } } end
+    local at_setup
+    ev.spawn = function(self) self.proc = true return true end
+    ev.kill = function(self) self.proc, self.ready = nil, false end
+    ev.request = function(self, req)
+      if req.op == "hello" then
+        return { ok = true, gpu = { arch = "sm_90", name = "sim H200", uuid = "GPU-spec-precompile", sm_count = 132,
+          clock_khz = 1980000, mem_clock_khz = 2619000, mem_bus_width = 6144 } }
+      elseif req.op == "setup" then
+        at_setup = {}
+        for k, c in ipairs(cands) do
+          local job = assert(self:compile_jobs(c)[1])
+          at_setup[k] = compile.background.by_key[job.key] ~= nil or compile.ready(job)
+        end
+        return { ok = true }
+      end
+      error("unexpected request " .. tostring(req.op))
+    end
+    ev:precompile(cands)
+    assert.is_true(ev.ready)
+    assert.are.same({ true, true, true }, at_setup)
+    compile.cancel_background()
+  end)
+end)
+
 describe("kloop.eval worker ownership", function()
   it("kills and reaps the worker of an evaluator dropped without close()", function()
     local ev = eval.new(assert(taskmod.load("examples/cpu/sgemm.c")))

@@ -360,8 +360,20 @@ M.STATIC_DATA_LIMIT = 2^20
 -- the worker evaluates, and each evaluation waits only for its own binary.
 function Evaluator:precompile(cands)
   if self:backend() == "host" then return end -- cc runs per evaluation
-  local ok = self:start()
-  if not ok then return end
+  if not self.ready then
+    -- a worker not started yet: its start queues these as soon as its hello has given
+    -- the GPU's arch, so they compile beside the reference and during the task's setup
+    self.precompile_at_start = cands
+    local ok = self:start()
+    self.precompile_at_start = nil
+    if not ok then return end
+  end
+  self:queue_compiles(cands)
+end
+
+-- The candidates' compile jobs queued in the background (or compiled now, with
+-- opts.compile_background false).
+function Evaluator:queue_compiles(cands)
   local jobs = {}
   for _, c in ipairs(cands) do
     for _, job in ipairs(self:compile_jobs(c)) do jobs[#jobs + 1] = job end

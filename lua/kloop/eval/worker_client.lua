@@ -335,6 +335,11 @@ function W:start_worker()
     local jobs = {}
     for _, k in ipairs(own_kernels) do jobs[#jobs + 1] = compile.prepare(k[2], { arch = self.arch, name = k[3] }) end
     compile.run(jobs, { background = true })
+    -- and the candidates precompile asked for before the worker was up (the first
+    -- batches the strategy foresees): beside the reference's compile and the setup
+    if self.precompile_at_start and self.opts.compile_background ~= false then
+      self:queue_compiles(self.precompile_at_start)
+    end
   end
   if not self.ref_job and not self.task.reference.none then
     local ref = self.task.reference
