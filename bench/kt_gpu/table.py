@@ -83,8 +83,10 @@ def main(argv):
         kt = {s["task"]: s for s in json.load(open(path))}
     # (after start: kloop's candidates over its run less the worker's start, from the
     # summary's time line: what each further candidate costs once inputs and references exist)
+    # (process: each tool's configurations over its whole process, from the command to
+    # the answer: Python, imports, arguments and CuPy for KT; probe, inputs, references for kloop)
     head = ("task", "points", "KT/min", "kloop full/min", "kloop screen/min", "full/KT", "screen/KT",
-            "full after start/KT", "KT best ms", "kloop best ms")
+            "full after start/KT", "KT process/min", "kloop process/min", "process ratio", "KT best ms", "kloop best ms")
     rows, notes = [], []
     for task in a.tasks.split(","):
         pts_path = os.path.join(a.out, "points", f"{task}.tsv")
@@ -125,8 +127,20 @@ def main(argv):
         after = None
         if isinstance(rf.get("start"), float) and isinstance(rf.get("seconds"), float) and rf["seconds"] > rf["start"]:
             after = rf.get("n", 0) / (rf["seconds"] - rf["start"]) * 60
+        kt_proc = None
+        wpath = os.path.join(a.out, f"kt_{task}.wall")
+        if k and "error" not in k and os.path.exists(wpath):
+            words = open(wpath).read().split()
+            if int(words[1]) == 0 and float(words[3]) > 0:
+                kt_proc = k["evaluated"] / float(words[3]) * 60
+                notes.append(f"{task} KT process: {words[3]} s (tune_kernel {k['seconds']:.2f} s, "
+                             f"arguments drawn {k.get('args_s', '-')} s)")
+        kl_proc = None
+        if isinstance(rf.get("wall"), float) and rf["wall"] > 0 and rf.get("rc") == 0 and isinstance(rf.get("n"), int):
+            kl_proc = rf["n"] / rf["wall"] * 60
         rows.append((task, str(len(pts)), fmt(k.get("per_min"), ".1f"), fmt(full, ".1f"), fmt(casc, ".1f"),
                      ratio(full, k.get("per_min")), ratio(casc, k.get("per_min")), ratio(after, k.get("per_min")),
+                     fmt(kt_proc, ".1f"), fmt(kl_proc, ".1f"), ratio(kl_proc, kt_proc),
                      fmt(k.get("best_ms"), ".4f"), fmt(runs["full"].get("best_ms"), ".4f")))
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
     print(" | ".join(h.ljust(w) for h, w in zip(head, widths)))

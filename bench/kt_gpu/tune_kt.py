@@ -9,7 +9,9 @@ bench/kt_gpu/points.lua reads, so kloop evaluates exactly the same ones.
 Usage:
   python3 tune_kt.py OUTDIR [--kloop-spaces DIR] [--gemm-stride 6] [--tasks gemm_tiled,saxpy,stencil]
                             [--points-only] [--simulate]
-OUTDIR gets points/<task>.tsv, kt_<task>_cache.json, kt_<task>_results.json and kt_summary.json.
+OUTDIR gets points/<task>.tsv, kt_<task>_cache.json, kt_<task>_results.json and kt_summary.json
+(one entry per task; a run for some tasks keeps the other tasks' entries). A task's summary has
+"seconds" (its tune_kernel call) and "args_s" (drawing its arguments with numpy, before that call).
 --kloop-spaces DIR: <task>.all.tsv from bench/kt_gpu/space.lua; the restated space must equal it.
 --points-only: write the points files and stop (no Kernel Tuner, no GPU).
 --simulate: run KT in simulation mode on a synthetic cache (no GPU: checks this script's KT calls).
@@ -223,7 +225,9 @@ def run_task(task, t, points, out, simulate):
     with open(os.path.join(ROOT, t["kernel"])) as f:
         source = f.read()
     tune_params, restrictions = kt_space(t, points)
+    ta = time.perf_counter()
     arguments = t["args"](np.random.default_rng(1))
+    args_s = time.perf_counter() - ta
     cache = os.path.join(out, f"kt_{task}_cache.json")
     if os.path.exists(cache):
         os.remove(cache)  # a cache KT finds is served instead of running the kernels
@@ -246,7 +250,7 @@ def run_task(task, t, points, out, simulate):
         phases[k.replace("_time", "_s")] = round(sum(r.get(k, 0) or 0 for r in results) / 1000, 3)
     summary = {
         "task": task, "points": len(points), "evaluated": len(results), "valid": len(ok),
-        "seconds": round(seconds, 3), "per_min": round(len(results) / seconds * 60, 2) if seconds > 0 else None,
+        "seconds": round(seconds, 3), "args_s": round(args_s, 3), "per_min": round(len(results) / seconds * 60, 2) if seconds > 0 else None,
         "best": to_kloop_key(t, best) if best else None, "best_ms": best["time"] if best else None,
         "same_points": evaluated == wanted, "phases": phases, "simulated": bool(simulate),
         "kt_version": importlib.metadata.version("kernel_tuner"), "device": env.get("device_name"),
@@ -294,9 +298,15 @@ def main(argv):
         return 0
     summaries, failed = [], 0
 
+    path = os.path.join(a.out, "kt_summary.json")
+    earlier = []  # other tasks' summaries from earlier runs into the same OUTDIR (one per task)
+    if os.path.exists(path):
+        with open(path) as f:
+            earlier = [e for e in json.load(f) if e.get("task") not in tasks]
+
     def save():  # after every task: a run stopped by a timeout keeps what it finished
-        with open(os.path.join(a.out, "kt_summary.json"), "w") as f:
-            json.dump(summaries, f, indent=1)
+        with open(path, "w") as f:
+            json.dump(earlier + summaries, f, indent=1)
     for task in tasks:
         try:
             s = run_task(task, TASKS[task], plan[task], a.out, a.simulate)
