@@ -233,6 +233,82 @@ static inline uint64_t ctr_rand(uint64_t key, uint64_t i) {
 
 static inline double u01(uint64_t r) { return (double)(int64_t)(r >> 11) * 0x1.0p-53; } /* [0,1) */
 
+/* The normal distribution's log and sine/cosine in plain IEEE double arithmetic (+, -,
+   *, /, and sqrt by the caller; this file is compiled with -ffp-contract=off), not libm:
+   the CUDA fill (kloop_fill in lua/kloop/eval/worker_client.lua's check_source) runs the
+   same operations in the same order, so an input drawn on the device has the bits of the
+   one drawn here (tests/unit/test_fill.sh, tests/gpu/fill_device.lua). Both are good to
+   about an ulp, far more than a test input needs. */
+
+/* log(x) for a normal x > 0: x = m 2^e with m in [sqrt(1/2), sqrt(2)), then
+   log m = 2 atanh(s), s = (m - 1) / (m + 1), |s| < 0.172, by its series to s^21. */
+static double log_arith(double x) {
+  uint64_t bits;
+  memcpy(&bits, &x, 8);
+  int e = (int)((bits >> 52) & 0x7FF) - 1023;
+  bits = (bits & ((UINT64_C(1) << 52) - 1)) | (UINT64_C(1023) << 52);
+  double m;
+  memcpy(&m, &bits, 8);
+  if (m > 1.4142135623730951) {
+    m = m * 0.5;
+    e = e + 1;
+  }
+  double s = (m - 1.0) / (m + 1.0);
+  double z = s * s;
+  double p = 0.047619047619047616;       /* 1/21 */
+  p = p * z + 0.05263157894736842;      /* 1/19 */
+  p = p * z + 0.058823529411764705;     /* 1/17 */
+  p = p * z + 0.06666666666666667;      /* 1/15 */
+  p = p * z + 0.07692307692307693;      /* 1/13 */
+  p = p * z + 0.09090909090909091;      /* 1/11 */
+  p = p * z + 0.1111111111111111;       /* 1/9 */
+  p = p * z + 0.14285714285714285;      /* 1/7 */
+  p = p * z + 0.2;                      /* 1/5 */
+  p = p * z + 0.3333333333333333;       /* 1/3 */
+  p = p * z + 1.0;
+  return (double)e * 0.6931471805599453 + 2.0 * s * p;
+}
+
+/* sin and cos of 2 pi u for u in [0, 1): the quarter turn q = floor(4u) and x = (4u - q)
+   pi/2 in [0, pi/2) (both exact), Taylor series to x^23 and x^22, then the quadrant. */
+static void sincos_turn(double u, double *sn, double *cs) {
+  double t = u * 4.0;
+  int q = (int)t;
+  double x = (t - (double)q) * 1.5707963267948966;
+  double z = x * x;
+  double ps = -3.868170170630684e-23;   /* -1/23! */
+  ps = ps * z + 1.9572941063391263e-20; /* 1/21! */
+  ps = ps * z + -8.22063524662433e-18;  /* -1/19! */
+  ps = ps * z + 2.811457254345521e-15;  /* 1/17! */
+  ps = ps * z + -7.647163731819816e-13; /* -1/15! */
+  ps = ps * z + 1.6059043836821613e-10; /* 1/13! */
+  ps = ps * z + -2.505210838544172e-08; /* -1/11! */
+  ps = ps * z + 2.7557319223985893e-06; /* 1/9! */
+  ps = ps * z + -0.0001984126984126984; /* -1/7! */
+  ps = ps * z + 0.008333333333333333;   /* 1/5! */
+  ps = ps * z + -0.16666666666666666;   /* -1/3! */
+  ps = ps * z + 1.0;
+  double pc = -8.896791392450574e-22;   /* -1/22! */
+  pc = pc * z + 4.110317623312165e-19;  /* 1/20! */
+  pc = pc * z + -1.5619206968586225e-16; /* -1/18! */
+  pc = pc * z + 4.779477332387385e-14;  /* 1/16! */
+  pc = pc * z + -1.1470745597729725e-11; /* -1/14! */
+  pc = pc * z + 2.08767569878681e-09;   /* 1/12! */
+  pc = pc * z + -2.755731922398589e-07; /* -1/10! */
+  pc = pc * z + 2.48015873015873e-05;   /* 1/8! */
+  pc = pc * z + -0.001388888888888889;  /* -1/6! */
+  pc = pc * z + 0.041666666666666664;   /* 1/4! */
+  pc = pc * z + -0.5;                   /* -1/2! */
+  pc = pc * z + 1.0;
+  double sx = x * ps, cx = pc;
+  switch (q & 3) {
+  case 0: *sn = sx, *cs = cx; break;
+  case 1: *sn = cx, *cs = -sx; break;
+  case 2: *sn = -sx, *cs = -cx; break;
+  default: *sn = -cx, *cs = sx; break;
+  }
+}
+
 typedef struct fill_job {
   void *p;
   kl_dtype t;
@@ -260,9 +336,10 @@ static void fill_range(const fill_job *f, size_t lo_i, size_t hi_i) {
         uint64_t j = off + i;
         double u1 = ((double)(int64_t)(ctr_rand(key, j) >> 11) + 1.0) * 0x1.0p-53; /* (0,1]: log is finite */
         double u2 = u01(ctr_rand(key, j + 1));
-        double r = sqrt(-2.0 * log(u1)), th = 6.283185307179586 * u2;
-        v[i] = a + b * (r * cos(th));
-        if (i + 1 < k) v[i + 1] = a + b * (r * sin(th));
+        double r = sqrt(-2.0 * log_arith(u1)), sn, cs;
+        sincos_turn(u2, &sn, &cs);
+        v[i] = a + b * (r * cs);
+        if (i + 1 < k) v[i + 1] = a + b * (r * sn);
       }
       break;
     case KL_DIST_CONST:
@@ -286,21 +363,29 @@ static void fill_part(void *ctx, size_t part) {
   fill_range(f, lo, hi);
 }
 
+int kl_buf_fill_args(kl_dist d, double a, double b, uint64_t seed, double *lo, double *span, uint64_t *key) {
+  if (d != KL_DIST_UNIFORM && d != KL_DIST_NORMAL && d != KL_DIST_CONST && d != KL_DIST_INT) return KL_EINVAL;
+  *lo = 0, *span = 0;
+  if (d == KL_DIST_INT) {
+    *lo = ceil(a);
+    double hi = floor(b);
+    if (!(hi >= *lo)) return KL_EINVAL; /* empty range, or NaN bounds */
+    *span = hi - *lo + 1;
+  }
+  *key = mix64(seed ^ UINT64_C(0x6B6C6F6F70627566)); /* "kloopbuf" */
+  return KL_OK;
+}
+
 int kl_buf_fill(void *p, kl_dtype t, size_t n, kl_dist d, double a, double b, uint64_t seed) {
   if (kl_dtype_size(t) == 0) return KL_EINVAL;
-  if (d != KL_DIST_UNIFORM && d != KL_DIST_NORMAL && d != KL_DIST_CONST && d != KL_DIST_INT) return KL_EINVAL;
+  double lo, span;
+  uint64_t key;
+  if (kl_buf_fill_args(d, a, b, seed, &lo, &span, &key) != KL_OK) return KL_EINVAL;
   if (n == 0) return KL_OK;
   if (!p) return KL_EINVAL;
-  double lo = 0, span = 0;
-  if (d == KL_DIST_INT) {
-    lo = ceil(a);
-    double hi = floor(b);
-    if (!(hi >= lo)) return KL_EINVAL; /* empty range, or NaN bounds */
-    span = hi - lo + 1;
-  }
   /* counter-based: element i depends only on seed and i, so parts on several threads
      give the same bytes as one pass */
-  fill_job f = {p, t, n, d, a, b, lo, span, mix64(seed ^ UINT64_C(0x6B6C6F6F70627566))}; /* "kloopbuf" */
+  fill_job f = {p, t, n, d, a, b, lo, span, key};
   size_t np = nparts_of(n);
   if (np == 1) fill_range(&f, 0, n);
   else run_parts(fill_part, &f, np);

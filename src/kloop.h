@@ -234,6 +234,9 @@ typedef enum kl_dist {
 
 size_t kl_dtype_size(kl_dtype t);
 int kl_buf_fill(void *p, kl_dtype t, size_t n, kl_dist d, double a, double b, uint64_t seed);
+/* The parameters of the same fill on the device (kloop_fill): the integer range's low
+   end and span, and the generator's key. KL_OK, or KL_EINVAL for a bad distribution. */
+int kl_buf_fill_args(kl_dist d, double a, double b, uint64_t seed, double *lo, double *span, uint64_t *key);
 uint32_t kl_poison_word(kl_dtype t); /* 32-bit pattern repeated over an output */
 void kl_buf_poison(void *p, size_t bytes, uint32_t word);
 uint64_t kl_buf_hash(const void *p, size_t bytes);

@@ -72,6 +72,191 @@ extern "C" __global__ void kloop_guard_fill(unsigned *w, unsigned long long nwor
        i += (unsigned long long)gridDim.x * blockDim.x)
     w[i] = kl_fmix32(kl_pos_key(i, seed) ^ (unsigned)(seed >> 32));
 }
+// An input drawn on the device: kl_buf_fill of src/kl_buf.c, element by element, every
+// floating-point operation rounded as there (no fused multiply-add), so the bits are the
+// host's (begin kl_fill: tests/unit/test_fill.sh compiles this text on the host and
+// compares it with kl_buf.c's; it must stay plain C)
+__device__ __forceinline__ unsigned long long kl_mix64(unsigned long long z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+__device__ __forceinline__ unsigned long long kl_ctr(unsigned long long key, unsigned long long i) {
+  return kl_mix64(key + (i + 1) * 0x9E3779B97F4A7C15ull);
+}
+__device__ __forceinline__ double kl_u01(unsigned long long r) {
+  return __dmul_rn((double)(long long)(r >> 11), 1.1102230246251565e-16);
+}
+__device__ __forceinline__ double kl_log(double x) {
+  unsigned long long bits = (unsigned long long)__double_as_longlong(x);
+  int e = (int)((bits >> 52) & 0x7FF) - 1023;
+  bits = (bits & 0xFFFFFFFFFFFFFull) | (1023ull << 52);
+  double m = __longlong_as_double((long long)bits);
+  if (m > 1.4142135623730951) { m = __dmul_rn(m, 0.5); e = e + 1; }
+  double s = __ddiv_rn(__dsub_rn(m, 1.0), __dadd_rn(m, 1.0));
+  double z = __dmul_rn(s, s);
+  double p = 0.047619047619047616;
+  p = __dadd_rn(__dmul_rn(p, z), 0.05263157894736842);
+  p = __dadd_rn(__dmul_rn(p, z), 0.058823529411764705);
+  p = __dadd_rn(__dmul_rn(p, z), 0.06666666666666667);
+  p = __dadd_rn(__dmul_rn(p, z), 0.07692307692307693);
+  p = __dadd_rn(__dmul_rn(p, z), 0.09090909090909091);
+  p = __dadd_rn(__dmul_rn(p, z), 0.1111111111111111);
+  p = __dadd_rn(__dmul_rn(p, z), 0.14285714285714285);
+  p = __dadd_rn(__dmul_rn(p, z), 0.2);
+  p = __dadd_rn(__dmul_rn(p, z), 0.3333333333333333);
+  p = __dadd_rn(__dmul_rn(p, z), 1.0);
+  return __dadd_rn(__dmul_rn((double)e, 0.6931471805599453), __dmul_rn(__dmul_rn(2.0, s), p));
+}
+__device__ __forceinline__ void kl_sincos_turn(double u, double *sn, double *cs) {
+  double t = __dmul_rn(u, 4.0);
+  int q = (int)t;
+  double x = __dmul_rn(__dsub_rn(t, (double)q), 1.5707963267948966);
+  double z = __dmul_rn(x, x);
+  double ps = -3.868170170630684e-23;
+  ps = __dadd_rn(__dmul_rn(ps, z), 1.9572941063391263e-20);
+  ps = __dadd_rn(__dmul_rn(ps, z), -8.22063524662433e-18);
+  ps = __dadd_rn(__dmul_rn(ps, z), 2.8114572543455206e-15);
+  ps = __dadd_rn(__dmul_rn(ps, z), -7.647163731819816e-13);
+  ps = __dadd_rn(__dmul_rn(ps, z), 1.6059043836821613e-10);
+  ps = __dadd_rn(__dmul_rn(ps, z), -2.505210838544172e-08);
+  ps = __dadd_rn(__dmul_rn(ps, z), 2.7557319223985893e-06);
+  ps = __dadd_rn(__dmul_rn(ps, z), -0.0001984126984126984);
+  ps = __dadd_rn(__dmul_rn(ps, z), 0.008333333333333333);
+  ps = __dadd_rn(__dmul_rn(ps, z), -0.16666666666666666);
+  ps = __dadd_rn(__dmul_rn(ps, z), 1.0);
+  double pc = -8.896791392450574e-22;
+  pc = __dadd_rn(__dmul_rn(pc, z), 4.110317623312165e-19);
+  pc = __dadd_rn(__dmul_rn(pc, z), -1.5619206968586225e-16);
+  pc = __dadd_rn(__dmul_rn(pc, z), 4.779477332387385e-14);
+  pc = __dadd_rn(__dmul_rn(pc, z), -1.1470745597729725e-11);
+  pc = __dadd_rn(__dmul_rn(pc, z), 2.08767569878681e-09);
+  pc = __dadd_rn(__dmul_rn(pc, z), -2.755731922398589e-07);
+  pc = __dadd_rn(__dmul_rn(pc, z), 2.48015873015873e-05);
+  pc = __dadd_rn(__dmul_rn(pc, z), -0.001388888888888889);
+  pc = __dadd_rn(__dmul_rn(pc, z), 0.041666666666666664);
+  pc = __dadd_rn(__dmul_rn(pc, z), -0.5);
+  pc = __dadd_rn(__dmul_rn(pc, z), 1.0);
+  double sx = __dmul_rn(x, ps), cx = pc;
+  switch (q & 3) {
+  case 0: *sn = sx; *cs = cx; break;
+  case 1: *sn = cx; *cs = -sx; break;
+  case 2: *sn = -sx; *cs = -cx; break;
+  default: *sn = -cx; *cs = sx; break;
+  }
+}
+// element i of a fill (kl_dist: 0 uniform, 1 normal, 2 const, 3 int)
+__device__ __forceinline__ double kl_fill_value(unsigned long long i, int dist, double a, double b, double lo,
+    double span, unsigned long long key) {
+  if (dist == 0) return __dadd_rn(a, __dmul_rn(__dsub_rn(b, a), kl_u01(kl_ctr(key, i))));
+  if (dist == 1) {
+    unsigned long long j = i & ~1ull; /* Box-Muller on the pair (j, j + 1) */
+    double u1 = __dmul_rn(__dadd_rn((double)(long long)(kl_ctr(key, j) >> 11), 1.0), 1.1102230246251565e-16);
+    double u2 = kl_u01(kl_ctr(key, j + 1));
+    double r = __dsqrt_rn(__dmul_rn(-2.0, kl_log(u1))), sn, cs;
+    kl_sincos_turn(u2, &sn, &cs);
+    return __dadd_rn(a, __dmul_rn(b, __dmul_rn(r, (i & 1) ? sn : cs)));
+  }
+  if (dist == 2) return a;
+  double x = floor(__dmul_rn(kl_u01(kl_ctr(key, i)), span));
+  if (x >= span) x = __dsub_rn(span, 1.0);
+  return __dadd_rn(lo, x);
+}
+// kl_buf.c's round_small: a double rounded to nearest even into a binary16-like format
+__device__ __forceinline__ unsigned short kl_round_small(double d, int ebits, int mbits) {
+  unsigned long long b = (unsigned long long)__double_as_longlong(d);
+  unsigned short sign = (unsigned short)((b >> 63) << (ebits + mbits));
+  int ex = (int)((b >> 52) & 0x7FF);
+  unsigned long long mant = b & ((1ull << 52) - 1);
+  unsigned expmask = ((1u << ebits) - 1) << mbits;
+  if (ex == 0x7FF) {
+    if (mant == 0) return (unsigned short)(sign | expmask);
+    unsigned pay = (unsigned)(mant >> (52 - mbits));
+    return (unsigned short)(sign | expmask | (1u << (mbits - 1)) | pay);
+  }
+  if (ex == 0) return sign;
+  int bias = (1 << (ebits - 1)) - 1;
+  int e = ex - 1023;
+  if (e >= 1 - bias && e <= bias) {
+    int sh = 52 - mbits;
+    unsigned long long ab = b & ~(1ull << 63);
+    ab += (1ull << (sh - 1)) - 1 + ((ab >> sh) & 1);
+    return (unsigned short)(sign | (unsigned short)((ab >> sh) - ((unsigned long long)(1023 - bias) << mbits)));
+  }
+  unsigned long long m = mant | (1ull << 52);
+  int shift = 52 - mbits;
+  int subnormal = e < 1 - bias;
+  if (subnormal) shift += (1 - bias) - e;
+  if (shift > 60) return sign;
+  unsigned long long q = m >> shift, rem = m & ((1ull << shift) - 1), half = 1ull << (shift - 1);
+  if (rem > half || (rem == half && (q & 1))) q++;
+  long long bits;
+  if (subnormal) bits = (long long)q;
+  else bits = ((long long)(e + bias - 1) << mbits) + (long long)q;
+  if (bits >= (long long)expmask) bits = expmask;
+  return (unsigned short)(sign | (unsigned short)bits);
+}
+__device__ __forceinline__ long long kl_sat(double d, double lo, double hi_excl, long long ilo, long long ihi) {
+  if (d != d) return 0;
+  if (d <= lo) return ilo;
+  if (d >= hi_excl) return ihi;
+  return (long long)d;
+}
+__device__ __forceinline__ double kl_f16_to_f64(unsigned short h) {
+  int s = h >> 15, e = (h >> 10) & 0x1F, m = h & 0x3FF;
+  double v;
+  if (e == 0x1F) v = __longlong_as_double(m ? 0x7FF8000000000000ll : 0x7FF0000000000000ll);
+  else if (e == 0) v = __dmul_rn((double)m, 5.960464477539063e-08);
+  else v = __longlong_as_double((long long)(((unsigned long long)(e - 15 + 1023) << 52) | ((unsigned long long)m << 42)));
+  return s ? -v : v;
+}
+// element i stored as dtype t (kl_dtype: 0 f32, 1 f64, 2 f16, 3 bf16, 4 i32, 5 i64, 6 u32, 7 u8, 8 i8)
+__device__ __forceinline__ void kl_store(unsigned char *out, unsigned long long i, int t, double v) {
+  switch (t) {
+  case 0: ((float *)out)[i] = __double2float_rn(v); break;
+  case 1: ((double *)out)[i] = v; break;
+  case 2: ((unsigned short *)out)[i] = kl_round_small(v, 5, 10); break;
+  case 3: ((unsigned short *)out)[i] = kl_round_small(v, 8, 7); break;
+  case 4: ((int *)out)[i] = (int)kl_sat(v, -2147483648.0, 2147483648.0, -2147483647ll - 1, 2147483647ll); break;
+  case 5: ((long long *)out)[i] = kl_sat(v, -9223372036854775808.0, 9223372036854775808.0,
+      -9223372036854775807ll - 1, 9223372036854775807ll); break;
+  case 6: ((unsigned *)out)[i] = (unsigned)kl_sat(v, 0.0, 4294967296.0, 0, 4294967295ll); break;
+  case 7: out[i] = (unsigned char)kl_sat(v, 0.0, 256.0, 0, 255); break;
+  default: ((signed char *)out)[i] = (signed char)kl_sat(v, -128.0, 128.0, -128, 127); break;
+  }
+}
+// v as dtype t, read back as a double (a reference's copy of an inout's initial values:
+// the task's type first, then the reference's wider one, as kl_buf_convert does)
+__device__ __forceinline__ double kl_round_to(double v, int t) {
+  switch (t) {
+  case 0: return (double)__double2float_rn(v);
+  case 2: return kl_f16_to_f64(kl_round_small(v, 5, 10));
+  case 3: return (double)__uint_as_float((unsigned)kl_round_small(v, 8, 7) << 16);
+  case 4: return (double)(int)kl_sat(v, -2147483648.0, 2147483648.0, -2147483647ll - 1, 2147483647ll);
+  case 5: return (double)kl_sat(v, -9223372036854775808.0, 9223372036854775808.0, -9223372036854775807ll - 1,
+      9223372036854775807ll);
+  case 6: return (double)(unsigned)kl_sat(v, 0.0, 4294967296.0, 0, 4294967295ll);
+  case 7: return (double)(unsigned char)kl_sat(v, 0.0, 256.0, 0, 255);
+  case 8: return (double)(signed char)kl_sat(v, -128.0, 128.0, -128, 127);
+  default: return v;
+  }
+}
+// (end kl_fill)
+// n elements of dtype t (round: the dtype each passes through first, or -1), then zeros
+// up to `used` bytes (the word padding the host zeroes too)
+extern "C" __global__ void kloop_fill(unsigned char *out, unsigned long long n, unsigned long long used, int t,
+    int round, int dist, double a, double b, double lo, double span, unsigned long long key) {
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    double v = kl_fill_value(i, dist, a, b, lo, span, key);
+    if (round >= 0) v = kl_round_to(v, round);
+    kl_store(out, i, t, v);
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    unsigned long long size = (t == 1 || t == 5) ? 8 : (t == 2 || t == 3) ? 2 : (t == 7 || t == 8) ? 1 : 4;
+    for (unsigned long long k = n * size; k < used; k++) out[k] = 0;
+  }
+}
 ]]
 
 -- The bulk comparison on the GPU (kl_buf_compare in src/kl_buf.c is the same on the
