@@ -435,6 +435,77 @@ describe("kloop.protocol: the screening stage (docs/TASKS.md, Stages)", function
   end)
 end)
 
+-- Inputs drawn on the device (issue 15): no host fill and no copy at setup; the same
+-- bits, digests and verdicts as the host path; the host copy drawn only when something
+-- needs it; an input a kernel damaged drawn again where it is.
+describe("kloop.protocol: inputs drawn on the device", function()
+  local ffi = require("ffi")
+  after_each(function() sim.inputs_on_device = true end)
+
+  -- every input copy's bytes and digest, by case/set/arg
+  local function inputs_of()
+    local out, st = {}, protocol.debug_state()
+    for ci, case in ipairs(st.cases) do
+      for s, set in ipairs(case.sets) do
+        for i, b in pairs(set.bufs) do
+          out[ci .. "/" .. s .. "/" .. i] = { bytes = ffi.string(ffi.cast("void*", b.ptr), b.used), digest = set.digests[i],
+            host = set.host_inputs[i] ~= nil }
+        end
+      end
+    end
+    return out
+  end
+
+  it("draws the host's bits there, with the host's digests, and draws nothing on the host", function()
+    sim.inputs_on_device = false
+    assert(protocol.setup(sim, SPEC, REF))
+    local host = inputs_of()
+    sim.inputs_on_device = true
+    local n0 = sim.inputs_drawn
+    assert(protocol.setup(sim, SPEC, REF))
+    local dev = inputs_of()
+    assert.are.equal(3 * 2 * 2, sim.inputs_drawn - n0)
+    local n = 0
+    for k, h in pairs(host) do
+      n = n + 1
+      assert.is_true(h.host, k .. ": the host path keeps a host copy")
+      assert.is_false(dev[k].host, k .. ": drawn on the host too")
+      assert.are.equal(h.bytes, dev[k].bytes, k)
+      assert.are.equal(tostring(h.digest), tostring(dev[k].digest), k)
+    end
+    assert.are.equal(12, n)
+  end)
+
+  it("names the first changed element of a modified input on either path", function()
+    local got = {}
+    for _, on in ipairs({ false, true }) do
+      sim.inputs_on_device = on
+      assert(protocol.setup(sim, SPEC, REF))
+      got[on] = evaluate([[gemm = function(p) local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C); B[5] = 7 end]])
+      assert.are.equal("inputs_modified", got[on].verdict, got[on].reason)
+    end
+    assert.are.equal(got[false].reason, got[true].reason)
+    assert.are.equal(5, got[true].evidence.index)
+  end)
+
+  it("draws a damaged input original again where it is, and the next verdicts stand", function()
+    sim.inputs_on_device = true
+    assert(protocol.setup(sim, SPEC, REF))
+    local n0 = sim.inputs_drawn
+    local r = evaluate([[gemm = function(p)
+      local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C)
+      local st = require("kloop.worker.protocol").debug_state()
+      ffi.cast("float*", st.cases[2].sets[1].dev_inputs[5])[1] = 0 end]])
+    assert.are.equal("out_of_bounds", r.verdict, r.reason)
+    assert.matches("kloop's copy of input B %(check2, set 1%)", r.reason)
+    assert.is_true(sim.inputs_drawn > n0, "the original was not drawn again")
+    local st = protocol.debug_state()
+    assert.is_nil(st.cases[2].sets[1].host_inputs[5], "restored from a host copy")
+    local ok = evaluate([[gemm = function(p) g.gemm(g.args(p)) end]])
+    assert.are.equal("ok", ok.verdict, ok.reason)
+  end)
+end)
+
 -- Inout buffers (issue 16): a stencil writes only the interior of Y; the halo keeps its
 -- initial value, which the reference (in f64, a separate kernel) starts from too.
 describe("kloop.protocol: inout buffers with a separate reference", function()
@@ -484,6 +555,24 @@ describe("kloop.protocol: inout buffers with a separate reference", function()
   it("catches a stencil that reads its own output instead of the input", function()
     local r = run("k = function(p) local N, X, Y = a(p) for i = 1, N - 2 do Y[i] = (Y[i - 1] + X[i] + X[i + 1]) / 3 end end")
     assert.are.equal("wrong", r.verdict, r.reason)
+  end)
+
+  -- the reference's f64 copy of Y's initial values, drawn on the device through f32, is
+  -- the host's conversion: the reference keeps the halo the candidate keeps
+  it("starts the reference from the same halo whether drawn on the device or the host", function()
+    local refs = {}
+    for _, on in ipairs({ false, true }) do
+      sim.inputs_on_device = on
+      assert(protocol.setup(sim, stencil_spec(), SREF))
+      local r = run("k = function(p) local N, X, Y = a(p) " .. INTERIOR .. " end")
+      assert.are.equal("ok", r.verdict, r.reason)
+      local st = protocol.debug_state()
+      local set = st.cases[1].sets[2]
+      assert.are.equal(on, set.on_device[3] == true)
+      refs[on] = set.ref_rms[3]
+    end
+    sim.inputs_on_device = true
+    assert.are.equal(refs[false], refs[true])
   end)
 end)
 

@@ -45,6 +45,16 @@ function M.fill(p, dtype, n, dist, seed)
   return C.kl_buf_fill(p, M.DTYPE[dtype], n, M.DIST[dist.kind], dist.a, dist.b, seed) == 0 or nil
 end
 
+-- The parameters of the same fill drawn on the device (a backend's kloop_fill): the
+-- dist's kl_dist code, the integer range's low end and span, and the generator's key
+-- (uint64_t cdata); or nil for a bad distribution.
+function M.fill_args(dist, seed)
+  local lo, span, key = ffi.new("double[1]"), ffi.new("double[1]"), ffi.new("uint64_t[1]")
+  local code = M.DIST[dist.kind]
+  if not code or C.kl_buf_fill_args(code, dist.a, dist.b, seed, lo, span, key) ~= 0 then return nil end
+  return tonumber(code), lo[0], span[0], key[0]
+end
+
 -- Repeats a 32-bit word over bytes of p.
 function M.poison(p, bytes, word) C.kl_buf_poison(p, bytes, word) end
 

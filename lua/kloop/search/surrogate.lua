@@ -252,7 +252,7 @@ function M.pick(X, y, xs, k, rng, opts)
     if fi and fi ~= bi then
       if (greedy and fmean <= bmean + (opts.favour_mean or M.FAVOUR_MEAN))
         or (not greedy and fei >= (opts.favour_ei or M.FAVOUR_EI) * bei) then
-        bi, bei, bmean = fi, fei, fmean
+        bi, bmean = fi, fmean
       end
     end
     chosen[#chosen + 1] = bi

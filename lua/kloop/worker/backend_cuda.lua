@@ -320,6 +320,7 @@ function M.set_check_kernel(path)
   if not (desc and res) then return nil, "state-check kernel: " .. tostring(e1 or e2) end
   M.check_mod, M.check_fn, M.check_desc, M.check_res = mod, fn, desc, res
   M.guard_fn = M.func(mod, "kloop_guard_fill") -- (guard zones written on the device: M.fill_guard)
+  M.fill_fn = M.func(mod, "kloop_fill") -- (inputs drawn on the device: M.fill_input)
   M.check_slots = { ffi.new("uint64_t[1]", desc), ffi.new("uint64_t[1]", res) }
   M.check_params = ffi.new("void*[2]", M.check_slots)
   return true
@@ -409,6 +410,24 @@ function M.fill_guard(ptr, nwords, seed)
   local nb = math.max(1, math.min(1024, math.ceil(nwords / 256)))
   local a = { ffi.new("uint64_t[1]", ptr), ffi.new("uint64_t[1]", nwords), ffi.new("uint64_t[1]", seed) }
   return M.launch(M.guard_fn, { nb, 1, 1 }, { 256, 1, 1 }, 0, ffi.new("void*[3]", a))
+end
+
+-- Draws n elements of dtype into ptr on the device from dist ({kind, a, b}) and seed, the
+-- bits kl_buf_fill gives on the host (kloop_fill), then zeros up to `used` bytes; with
+-- round (a dtype), each value passes through that type first (a reference's wider copy
+-- of an inout's initial values). Returns true, or nil, msg, fatal (the next sync reports
+-- a fault).
+function M.fill_input_ready() return M.fill_fn ~= nil end
+function M.fill_input(ptr, dtype, n, used, dist, seed, round)
+  if not M.fill_fn then return nil, "no input-fill kernel" end
+  local code, lo, span, key = buf.fill_args(dist, seed)
+  if not code then return nil, "a bad distribution: " .. tostring(dist.kind) end
+  local nb = math.max(1, math.min(M.info.sm_count * 8, math.ceil(n / 256)))
+  local a = { ffi.new("uint64_t[1]", ptr), ffi.new("uint64_t[1]", n), ffi.new("uint64_t[1]", used),
+    ffi.new("int[1]", buf.DTYPE[dtype]), ffi.new("int[1]", round and buf.DTYPE[round] or -1), ffi.new("int[1]", code),
+    ffi.new("double[1]", dist.a or 0), ffi.new("double[1]", dist.b or 0), ffi.new("double[1]", lo),
+    ffi.new("double[1]", span), ffi.new("uint64_t[1]", key) }
+  return M.launch(M.fill_fn, { nb, 1, 1 }, { 256, 1, 1 }, 0, ffi.new("void*[11]", a))
 end
 
 function M.mask_device_ready() return M.mask_fn ~= nil end

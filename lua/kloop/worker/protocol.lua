@@ -263,6 +263,31 @@ end
 
 -- The digest (state.dseed) of a device buffer's words, computed by the device: at
 -- setup, before any candidate ran, the device's own account is the truth.
+-- Input i of an input set on the host (the truth restored and checked against where the
+-- device cannot draw it): drawn at setup on a backend that cannot draw on the device,
+-- else drawn here the first time something needs it (a check function, the first
+-- changed element of an input a kernel modified). The same bits either way
+-- (kl_buf_fill, kloop_fill). Returns the buffer, or nil, msg.
+local function host_input(set, i)
+  local h = set.host_inputs[i]
+  if h then return h end
+  local f = set.fills and set.fills[i]
+  if not f then return nil, "no input " .. tostring(i) .. " in this set" end
+  h = host_alloc(f.used)
+  if not h then return nil, "out of host memory for inputs" end
+  ffi.fill(h + f.bytes, f.used - f.bytes)
+  if not buf.fill(h, f.dtype, f.count, f.dist, f.seed) then return nil, "cannot fill " .. f.name end
+  set.host_inputs[i] = h
+  return h
+end
+
+-- Draws input i of a set into its device copy b where it is (be.fill_input): nothing
+-- is drawn on the host or copied. Returns true, or nil, msg, fatal.
+local function fill_on_device(be, set, i, b)
+  local f = set.fills[i]
+  return be.fill_input(b.ptr, f.dtype, f.count, f.used, f.dist, f.seed)
+end
+
 local function device_digest(be, ptr, nwords)
   local list = region_list({ { ptr = ptr, nwords = nwords, mode = REGION.digest, seed = state.dseed } })
   local ok, msg = be.check_regions(list.arr, list.n, list.out)
@@ -392,6 +417,9 @@ function M.setup(be, spec, ref_cubin)
   end
   local function fail(m) unload_reference(be, refs) free_state(be) return nil, m end
   local ref_dtype = spec.reference.precision
+  -- inputs drawn on the device where the backend can (kloop_fill, kl_buf_fill's bits):
+  -- no host fill, no copy; the host copy is drawn only if something needs it
+  local draw_on_device = be.fill_input_ready and be.fill_input_ready() or false
   for ci, cs in ipairs(spec.cases) do
     local case = { label = cs.label, bench = cs.bench, args = cs.args, bytes = {}, dev = {}, bufs = {}, sets = {},
       size = cs.size }
@@ -409,7 +437,7 @@ function M.setup(be, spec, ref_cubin)
     end
     for s = 1, spec.nsets do
       local set = { host_inputs = {}, digests = {}, dev_inputs = {}, bufs = {}, refs = {}, ref_rms = {},
-        symbols = {} }
+        symbols = {}, fills = {}, on_device = {} }
       case.sets[s] = set
       -- the symbols' values of this set (seeds after the arguments'), for candidate and reference alike
       for k, sy in ipairs(spec.symbols or {}) do
@@ -421,23 +449,27 @@ function M.setup(be, spec, ref_cubin)
       end
       for i, a in ipairs(spec.args) do
         if a.pointer and filled(a) then
-          local count = cs.args[i].count
           local used = round4(math.max(case.bytes[i], 4))
-          local h = host_alloc(used)
-          if not h then return fail("out of host memory for inputs") end
-          ffi.fill(h + case.bytes[i], used - case.bytes[i])
-          local d = a.dists[(s - 1) % #a.dists + 1]
-          local seed = cs.seeds[s][i]
-          if not buf.fill(h, a.dtype, count, d, seed) then
-            return fail("cannot fill " .. a.name)
-          end
-          set.host_inputs[i] = h
-          set.digests[i] = buf.digest(h, used / 4, state.dseed)
+          set.fills[i] = { name = a.name, dtype = a.dtype, count = cs.args[i].count, used = used,
+            bytes = case.bytes[i], dist = a.dists[(s - 1) % #a.dists + 1], seed = cs.seeds[s][i] }
           local b, err = alloc_guarded(be, case.bytes[i], string.format("kloop's copy of input %s (%s, set %d)",
             a.name, cs.label, s))
           if not b then return fail("allocating input copies: " .. err) end
           local ok, e2 = fill_guards(be, b)
-          if ok then ok, e2 = be.h2d(b.ptr, h, used) end
+          if ok and draw_on_device then
+            -- drawn where it is kept, and its digest taken there
+            ok, e2 = fill_on_device(be, set, i, b)
+            if ok then
+              set.digests[i], e2 = device_digest(be, b.ptr, used / 4)
+              ok = set.digests[i] ~= nil
+            end
+            set.on_device[i] = true
+          elseif ok then
+            local h, he = host_input(set, i)
+            if not h then return fail(he) end
+            set.digests[i] = buf.digest(h, used / 4, state.dseed)
+            ok, e2 = be.h2d(b.ptr, h, used)
+          end
           if not ok then return fail(e2) end
           set.dev_inputs[i], set.bufs[i] = b.ptr, b
         end
@@ -458,10 +490,17 @@ function M.setup(be, spec, ref_cubin)
           local bytes = cs.args[i].count * buf.dtype_size(ref_dtype)
           ref_out[i] = assert(be.alloc(round4(bytes)))
           set.refs[i] = { bytes = bytes }
-          if a.role == "inout" then
+          if a.role == "inout" and set.on_device[i] then
             -- the reference starts from the same initial values as the candidate (a
-            -- stencil's halo it never writes), in its own precision
-            local h = set.host_inputs[i]
+            -- stencil's halo it never writes), in its own precision: drawn on the device
+            -- through the task's type, as the conversion below gives them
+            local f = set.fills[i]
+            local okh, eh = be.fill_input(ref_out[i], ref_dtype, f.count, bytes, f.dist, f.seed,
+              ref_dtype ~= a.dtype and a.dtype or nil)
+            if not okh then return fail(eh) end
+          elseif a.role == "inout" then
+            local h, he = host_input(set, i)
+            if not h then return fail(he) end
             if ref_dtype ~= a.dtype then
               local conv = host_alloc(bytes)
               if not conv or not buf.convert(h, a.dtype, conv, ref_dtype, cs.args[i].count) then
@@ -628,7 +667,9 @@ local function check_launch(be, spec, case, s, phase)
       local host = state.scratch[2]
       local ok, msg, f2 = be.d2h(host, case.dev[i], case.bytes[i])
       if not ok then return verdict(f2 and "crashed" or "launch_error", msg), f2 end
-      local idx = buf.first_diff(host, case.sets[s].host_inputs[i], a.dtype, case.args[i].count)
+      local truth, terr = host_input(case.sets[s], i)
+      if not truth then return verdict("launch_error", terr) end
+      local idx = buf.first_diff(host, truth, a.dtype, case.args[i].count)
       return verdict("inputs_modified", string.format("input %s was changed by the kernel (%s, first at element %d)",
         a.name, case.label, idx), { case = case.label, arg = a.name, index = idx })
     end
@@ -673,7 +714,12 @@ function M.restore_state(be)
   for _, case in ipairs(state.cases) do
     for _, set in ipairs(case.sets) do
       for i, b in pairs(set.bufs) do
-        local ok, msg = be.h2d(b.ptr, set.host_inputs[i], b.used)
+        local ok, msg
+        if set.on_device[i] then
+          ok, msg = fill_on_device(be, set, i, b) -- (drawn again: the same bits)
+        else
+          ok, msg = be.h2d(b.ptr, set.host_inputs[i], b.used)
+        end
         if not ok then return nil, msg end
       end
       for _, r in pairs(set.refs) do
@@ -835,7 +881,7 @@ function M.run_check(spec, case, s, phase)
   local function view(name, out)
     for i, a in ipairs(spec.args) do
       if a.name == name and a.pointer then
-        local h = out and state.check_out[i] or set.host_inputs[i]
+        local h = out and state.check_out[i] or (not out and host_input(set, i))
         if not h then error(string.format("%s is not an %s of the task", name, out and "output" or "input"), 2) end
         return accessor(h, a.dtype, case.args[i].count, name)
       end

@@ -132,6 +132,25 @@ function M.fill_guard(ptr, nwords, seed)
   buf.guard_fill(ffi.cast("void*", ptr), nwords, seed)
   return true
 end
+-- Inputs drawn where they are (backend_cuda's fill_input: kloop_fill, kl_buf_fill's
+-- bits): the host's fill straight into the "device" memory, with round through that
+-- dtype first as kl_buf_convert does. M.inputs_on_device = false leaves them to the host.
+M.inputs_on_device = true
+M.inputs_drawn = 0
+function M.fill_input_ready() return M.inputs_on_device end
+function M.fill_input(ptr, dtype, n, used, dist, seed, round)
+  M.inputs_drawn = M.inputs_drawn + 1
+  local p = ffi.cast("uint8_t*", ptr)
+  if round then
+    local tmp = buf.host_alloc(n * buf.dtype_size(round))
+    if not (buf.fill(tmp, round, n, dist, seed) and buf.convert(tmp, round, p, dtype, n)) then return nil, "fill" end
+  elseif not buf.fill(p, dtype, n, dist, seed) then
+    return nil, "fill"
+  end
+  local bytes = n * buf.dtype_size(dtype)
+  if used > bytes then ffi.fill(p + bytes, used - bytes) end
+  return true
+end
 function M.flush_cache() return true end
 local t0, t1
 function M.timer_start() collectgarbage("collect") M.timing = true t0 = os.clock() return true end
