@@ -7,7 +7,8 @@
 -- H200 machine's compilers), is made too: the "guessed" column is the share of the
 -- proposals after the first batch that the guess before them named (compiled ahead:
 -- no wait for a compiler). --favour sets how much the model's picks prefer those
--- points (kloop.search.surrogate FAVOUR_EI, FAVOUR_MEAN; off: never).
+-- points (kloop.search.surrogate FAVOUR_EI, FAVOUR_MEAN; off: never). --lag off: the
+-- model chooses each batch after the results of the one before (tune's --ahead off).
 -- The strategy's hooks (strategies/tune.lua) run exactly as the driver calls them:
 -- init, then propose / evaluate each / on_result until the budget is spent; an
 -- evaluation is a look-up in the landscape (a point it lacks is a failed candidate).
@@ -17,7 +18,7 @@ local util = require("kloop.util")
 local cjson = require("cjson")
 
 local seeds, methods, batch, only, json_out, budgets = 20, { "model", "random", "anneal" }, 4, nil, nil, nil
-local ahead = 16
+local ahead, lag = 16, "on"
 local surrogate = require("kloop.search.surrogate")
 local i = 1
 while i <= #arg do
@@ -29,6 +30,7 @@ while i <= #arg do
   elseif a == "--json" then json_out = arg[i + 1] i = i + 1
   elseif a == "--budgets" then budgets = util.split(arg[i + 1], ",") i = i + 1
   elseif a == "--ahead" then ahead = tonumber(arg[i + 1]) i = i + 1
+  elseif a == "--lag" then lag = arg[i + 1] i = i + 1
   elseif a == "--favour" then
     local v = arg[i + 1]
     i = i + 1
@@ -105,7 +107,8 @@ local strategy = dofile("strategies/tune.lua")
 
 local function run(land, method, seed, budget)
   local ctx = { task = land.task, history = {}, rng = rng.new(seed),
-    opts = { budget = budget, batch = batch, method = method, init = 0, stop_ei = 0.0005, explore = 0.3, quiet = true } }
+    opts = { budget = budget, batch = batch, method = method, init = 0, stop_ei = 0.0005, explore = 0.3, quiet = true,
+      ahead = lag } }
   ctx.history[1] = { proposer = "baseline", result = { verdict = "ok", time_ms = 1e9 } }
   strategy.init(ctx)
   local evaluated, best = 0, math.huge

@@ -16,6 +16,7 @@ local S = {
     { "stop_ei", 0.0005, "model: stop when the best expected improvement (in log time) stays below this twice" },
     { "explore", 0.3, "anneal: fraction of the budget spent on random samples before the local walk" },
     { "batch", 4, "candidates proposed per step" },
+    { "ahead", "on", "model: choose each batch one step ahead, so it compiles while the one before runs: on or off" },
     -- the evaluation cascade (docs/TASKS.md, "Stages") pays where most points are far from
     -- the optimum (random or exhaustive search of a wide space: 1.8-3.1x candidates per
     -- minute on the host); behind the model most proposals are near the best and get the
@@ -38,6 +39,9 @@ function S.init(ctx)
   local method = ctx.opts.method
   if not METHODS[method] then
     error("--method must be model, anneal, random or exhaustive, not " .. tostring(method), 0)
+  end
+  if ctx.opts.ahead ~= nil and ctx.opts.ahead ~= "on" and ctx.opts.ahead ~= "off" then
+    error("--ahead must be on or off, not " .. tostring(ctx.opts.ahead), 0)
   end
   ctx.seen = {}
   if ctx.space.size <= ENUMERATE then ctx.valid = tune.all(ctx.space) end
@@ -100,9 +104,11 @@ local function propose_model(ctx, n, guess)
   local init = ctx.opts.init > 0 and ctx.opts.init or math.max(6, math.min(2 * d, math.floor(ctx.opts.budget / 4)))
   local X, y = observations(ctx)
   local out = {}
-  if #y < init then
+  -- (the batch proposed one step ahead counts as drawn: ctx.in_flight, its points)
+  local drawn = #y + (ctx.in_flight or 0)
+  if drawn < init then
     for _ = 1, 200 * n do
-      if #out >= math.min(n, init - #y) then break end
+      if #out >= math.min(n, init - drawn) then break end
       local p = tune.random(ctx.space, ctx.rng)
       if fresh(ctx, p) then out[#out + 1] = tune.candidate(ctx.task, p) end
     end
@@ -137,8 +143,13 @@ local function propose_model(ctx, n, guess)
   -- first choice: the guess is part of the search's state, computed by every propose
   -- at a fixed size, so the same seed gives the same run on any machine
   local favoured = not guess and ctx.guess_keys or nil
+  local pending
+  if ctx.in_flight_points then
+    pending = {}
+    for k, c in ipairs(ctx.in_flight_points) do pending[k] = ctx.encode(c.defines) end
+  end
   local chosen, ei = surrogate.pick(X, y, xs, n, ctx.rng, { offset = ctx.picks or 0, refit_below = guess and 0 or nil,
-    favour = favoured and function(i) return favoured[tune.key(pool[i])] == true end })
+    favour = favoured and function(i) return favoured[tune.key(pool[i])] == true end, pending = pending })
   ctx.picks = (ctx.picks or 0) + #chosen
   -- a model that expects nothing better anywhere, twice in a row, ends the search
   ctx.flat = ei < ctx.opts.stop_ei and (ctx.flat or 0) + 1 or 0
@@ -170,9 +181,26 @@ local function model_guess(ctx, n)
   return out
 end
 
+-- Choosing one batch ahead starts once this many candidates are evaluated: a small
+-- search needs each result before its next choice more than it needs the GPU busy
+-- (bench/search_sim.lua: at a budget of 16 on 8x8, 80% within 2% choosing after each
+-- result, 63% one batch ahead from the first).
+local AHEAD_AFTER = 32
 local function propose_model_step(ctx, n)
-  local out = propose_model(ctx, n)
-  -- the guess for the next step, kept whether or not the driver compiles it ahead
+  local out
+  local evaluated = #ctx.history - 1
+  if ctx.opts.ahead == "on" and (ctx.next_batch or evaluated >= AHEAD_AFTER) then
+    -- one batch ahead: this step's batch was chosen by the last one (without the
+    -- results of the batch then running), and the next is chosen now, so the driver
+    -- compiles exactly what comes next while this batch runs. The first step chooses both.
+    out = ctx.next_batch or propose_model(ctx, n)
+    ctx.in_flight, ctx.in_flight_points = #out, out
+    ctx.next_batch = #out > 0 and not ctx.stopped and propose_model(ctx, n) or {}
+    ctx.in_flight, ctx.in_flight_points = nil, nil
+  else
+    out = propose_model(ctx, n)
+  end
+  -- the guess for the step after, kept whether or not the driver compiles it ahead
   ctx.guess = #out > 0 and not ctx.stopped and model_guess(ctx, GUESS) or {}
   ctx.guess_keys = {}
   for _, c in ipairs(ctx.guess) do ctx.guess_keys[tune.key(c.defines)] = true end
@@ -226,7 +254,11 @@ function S.upcoming(ctx, n)
     return out
   end
   if ctx.opts.method == "model" then
-    -- the guess the last propose made (before any, the first random draws, exactly)
+    -- the batch chosen one step ahead (exactly what comes next), then the guess the
+    -- last propose made (before any, the first random draws, exactly)
+    for _, c in ipairs(ctx.next_batch or {}) do
+      if #out < n then out[#out + 1] = c end
+    end
     local list = ctx.guess or model_guess(ctx, GUESS)
     for _, c in ipairs(list) do
       if #out >= n then break end

@@ -28,6 +28,9 @@ local function drive(task, opts, time_of)
   local S = dofile("strategies/tune.lua")
   local o = { budget = 20, batch = 4, method = "model", init = 0, stop_ei = 0.0005, explore = 0.3, quiet = true }
   for k, v in pairs(opts or {}) do o[k] = v end
+  -- (o.ahead is how many upcoming names, as the driver asks; the strategy's own option
+  -- of that name, choosing a batch ahead, is ahead_mode here: on, tune's default)
+  o.upcoming_n, o.ahead = o.ahead, o.ahead_mode or "on"
   local ctx = { task = task, opts = o, rng = rng.new(o.seed or 1),
     history = { { proposer = "baseline", result = { verdict = "ok", time_ms = 1e9 } } } }
   S.init(ctx)
@@ -37,7 +40,9 @@ local function drive(task, opts, time_of)
     local cands = S.propose(ctx)
     if #cands == 0 then break end
     -- the driver's compile ahead (kloop.search.driver Ctx:compile_ahead), when asked for
-    if o.ahead then ctx.guesses[#ctx.guesses + 1] = { after = #ctx.history - 1 + #cands, list = S.upcoming(ctx, o.ahead) } end
+    if o.upcoming_n then
+      ctx.guesses[#ctx.guesses + 1] = { after = #ctx.history - 1 + #cands, list = S.upcoming(ctx, o.upcoming_n) }
+    end
     for _, c in ipairs(cands) do
       if evaluated >= o.budget then break end
       evaluated = evaluated + 1
@@ -198,6 +203,34 @@ describe("tune --method model", function()
     end
     assert.is_true(hits > o.plain_hits, string.format("favoured %d, no preference %d", hits, o.plain_hits))
     assert.are.equal(1, best) -- P1=16 P2=4 P3=64
+  end)
+
+  -- past 32 evaluations the model chooses each batch one step ahead: what upcoming
+  -- names first is exactly the next batch (compiled while the one before runs)
+  it("chooses one batch ahead once past 32 evaluations, so upcoming names the next batch exactly", function()
+    local task = space_task(8, 3)
+    local share = {}
+    for _, ahead in ipairs({ "on", "off" }) do
+      local _, _, ctx = drive(task, { budget = 64, seed = 3, method = "model", ahead = 16, ahead_mode = ahead }, bowl)
+      local hits, total = 0, 0
+      for _, g in ipairs(ctx.guesses) do
+        if g.after >= 36 then
+          local first = {}
+          for k = 1, math.min(4, #g.list) do first[tune.key(g.list[k].defines)] = true end
+          for j = 1, 4 do
+            local nxt = ctx.history[g.after + 1 + j]
+            if nxt then
+              total = total + 1
+              if first[tune.key(nxt.defines)] then hits = hits + 1 end
+            end
+          end
+        end
+      end
+      assert.is_true(total >= 16, ahead .. ": " .. total)
+      share[ahead] = hits / total
+    end
+    assert.are.equal(1, share.on)
+    assert.is_true(share.off < 1, "with --ahead off the next batch was known exactly too")
   end)
 
   it("refuses an unknown method", function()

@@ -390,6 +390,8 @@ end
 -- Every job ends with: ok, log, resources, cubin_path, seconds, cached, timeout.
 -- opts.background: start them and return at once (the jobs are not done yet); a
 -- later compile of the same source and options finds its job and waits for it.
+-- opts.urgent (with background): start them now, ahead of the queue and past the slots
+-- (a batch about to run, where the queue holds guesses).
 function M.run(jobs, opts)
   opts = opts or {}
   local parallel = opts.parallel or M.default_parallel
@@ -406,7 +408,12 @@ function M.run(jobs, opts)
     bg.parallel, bg.deadline = parallel, deadline
     for _, job in ipairs(queue) do
       bg.by_key[job.key] = job
-      bg.queue[#bg.queue + 1] = job
+      if opts.urgent then
+        -- (needed now: started at once, past the slots the guesses fill)
+        if start(job) then bg.running[#bg.running + 1] = job else bg_drop(job) end
+      else
+        bg.queue[#bg.queue + 1] = job
+      end
     end
     M.pump(0)
     return jobs

@@ -358,7 +358,7 @@ M.STATIC_DATA_LIMIT = 2^20
 -- evaluations that follow find their binaries in the cache. cands: {source, defines}.
 -- In the background (opts.compile_background, default on): the compilers run while
 -- the worker evaluates, and each evaluation waits only for its own binary.
-function Evaluator:precompile(cands)
+function Evaluator:precompile(cands, urgent)
   if self:backend() == "host" then return end -- cc runs per evaluation
   if not self.ready then
     -- a worker not started yet: its start queues these as soon as its hello has given
@@ -368,17 +368,18 @@ function Evaluator:precompile(cands)
     self.precompile_at_start = nil
     if not ok then return end
   end
-  self:queue_compiles(cands)
+  self:queue_compiles(cands, urgent)
 end
 
 -- The candidates' compile jobs queued in the background (or compiled now, with
--- opts.compile_background false).
-function Evaluator:queue_compiles(cands)
+-- opts.compile_background false); urgent: started now, ahead of any queued guesses.
+function Evaluator:queue_compiles(cands, urgent)
   local jobs = {}
   for _, c in ipairs(cands) do
     for _, job in ipairs(self:compile_jobs(c)) do jobs[#jobs + 1] = job end
   end
-  compile.run(jobs, { parallel = self.opts.compile_parallel, background = self.opts.compile_background ~= false })
+  compile.run(jobs, { parallel = self.opts.compile_parallel, background = self.opts.compile_background ~= false,
+    urgent = urgent })
 end
 
 -- The compile jobs a candidate ({source, defines}) needs: one, or (sizes compiled in)

@@ -579,7 +579,7 @@ function M.run(strategy, path, args)
     -- compile the whole batch in parallel while nothing else needs the CPU
     local real = {}
     for _, c in ipairs(cands) do if not c.skip then real[#real + 1] = c end end
-    ok, msg = protected("compile", function() ctx.ev:precompile(real) end)
+    ok, msg = protected("compile", function() ctx.ev:precompile(real, true) end)
     if not ok then break end
     ok, msg = protected("upcoming", function() ctx:compile_ahead(strategy, #real) end)
     if not ok then break end

@@ -201,6 +201,15 @@ function M.pick(X, y, xs, k, rng, opts)
       X2[#X2 + 1], y2[#y2 + 1] = X[i], y[i]
     end
   end
+  -- points proposed and not yet measured (opts.pending: feature vectors) join the data
+  -- at their predicted means, as the picks below do, so none is chosen twice over
+  if opts.pending and #opts.pending > 0 and #X2 > 0 then
+    local f = M.fit(X2, y2, rng, opts.forest)
+    for _, x in ipairs(opts.pending) do
+      local mean = f:predict(x)
+      X2[#X2 + 1], y2[#y2 + 1] = x, mean
+    end
+  end
   local chosen, taken, top_ei = {}, {}, nil
   -- past a few hundred observations one fit serves the whole batch (top k by EI):
   -- refitting per pick costs more than it changes

@@ -1,0 +1,38 @@
+-- tests/spec/compile_bg_spec.lua: background compiles (kloop.eval.compile): a batch
+-- about to run (urgent) starts at once, ahead of the guesses queued for later, even
+-- when the guesses fill every slot. Real NVRTC (no GPU needed).
+local compile = require("kloop.eval.compile")
+local sys = require("kloop.core.sys")
+
+describe("kloop.eval.compile background jobs", function()
+  after_each(function() compile.cancel_background() end)
+
+  local function jobs(tag, n)
+    local out = {}
+    local nonce = sys.hex64(sys.hash64(assert(sys.random_bytes(8))))
+    for k = 1, n do
+      out[k] = assert(compile.prepare(string.format('extern "C" __global__ void k%d(float *x) { x[0] = %d; }', k, k),
+        { arch = "sm_90", name = tag .. k .. ".cu", defines = { KLOOP_SPEC_NONCE = nonce } }))
+    end
+    return out, nonce
+  end
+
+  it("starts an urgent batch at once, past slots full of queued guesses", function()
+    local bg = compile.background
+    local guesses = jobs("guess", 4)
+    compile.run(guesses, { background = true, parallel = 1 })
+    assert.are.equal(1, #bg.running)
+    assert.are.equal(3, #bg.queue)
+    local batch, nonce = jobs("batch", 2)
+    compile.run(batch, { background = true, parallel = 1, urgent = true })
+    local running = {}
+    for _, j in ipairs(bg.running) do running[j.key] = true end
+    for _, j in ipairs(batch) do assert.is_true(running[j.key] == true, j.name .. " is not running") end
+    assert.are.equal(3, #bg.queue, "the guesses stay queued")
+    -- and each is waited for and compiles
+    for _, j in ipairs(batch) do
+      local got = compile.compile(j.src, { arch = "sm_90", name = j.name, defines = { KLOOP_SPEC_NONCE = nonce } })
+      assert.is_true(got.ok, got.log)
+    end
+  end)
+end)
