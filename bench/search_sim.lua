@@ -4,7 +4,7 @@
 -- usage: kloop bench/search_sim.lua [--seeds N] [--methods model,random,anneal] [--batch B]
 --        [--only NAME] [--budgets 16,44,89] [--json FILE] [--favour off|EI,MEAN] [--ahead N]
 -- After each propose the driver's compile-ahead call, upcoming(ctx, N) (N = 16, the
--- H200 machine's compilers), is made too: the "guessed" column is the share of the
+-- H200 machine's compilers), and its think(ctx) are made too: the "guessed" column is the share of the
 -- proposals after the first batch that the guess before them named (compiled ahead:
 -- no wait for a compiler). --favour sets how much the model's picks prefer those
 -- points (kloop.search.surrogate FAVOUR_EI, FAVOUR_MEAN; off: never). --lag off: the
@@ -126,6 +126,8 @@ local function run(land, method, seed, budget)
     if ahead > 0 and strategy.upcoming then
       for _, c in ipairs(strategy.upcoming(ctx, ahead)) do guessed[tune.key(c.defines)] = true end
     end
+    -- and its think call, during the batch's first evaluation: what it returns compiles too
+    for _, c in ipairs(strategy.think and strategy.think(ctx) or {}) do guessed[tune.key(c.defines)] = true end
     for _, c in ipairs(cands) do
       if evaluated >= budget then break end
       evaluated = evaluated + 1

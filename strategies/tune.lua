@@ -81,10 +81,13 @@ S.time_of = time_of
 
 -- The model's data: every evaluated point (log of its median; a failure counts as twice
 -- the slowest verified time, so the model learns where the space does not work).
+-- (ctx.horizon: a choice made while a batch runs sees the history as it was when that
+-- batch was proposed, whatever has come in since: S.think)
 local function observations(ctx)
   local X, y, fails = {}, {}, {}
   local worst = -math.huge
-  for _, c in ipairs(ctx.history) do
+  for k = 1, ctx.horizon or #ctx.history do
+    local c = ctx.history[k]
     if c.defines and c.proposer == "tune" and c.result then
       if c.result.verdict == "ok" and time_of(c.result) then
         X[#X + 1], y[#y + 1] = ctx.encode(c.defines), math.log(time_of(c.result))
@@ -126,7 +129,8 @@ local function propose_model(ctx, n, guess)
   else
     for _ = 1, POOL do add(ctx.valid and ctx.rng:pick(ctx.valid) or tune.random(ctx.space, ctx.rng)) end
     local ranked = {}
-    for _, c in ipairs(ctx.history) do
+    for k = 1, ctx.horizon or #ctx.history do
+      local c = ctx.history[k]
       if c.defines and c.result and c.result.verdict == "ok" and time_of(c.result) then ranked[#ranked + 1] = c end
     end
     table.sort(ranked, function(a, b) return time_of(a.result) < time_of(b.result) end)
@@ -159,7 +163,7 @@ local function propose_model(ctx, n, guess)
     return {}
   end
   for _, i in ipairs(chosen) do
-    if fresh(ctx, pool[i]) then out[#out + 1] = tune.candidate(ctx.task, pool[i], ctx.best) end
+    if fresh(ctx, pool[i]) then out[#out + 1] = tune.candidate(ctx.task, pool[i], ctx.horizon_best or ctx.best) end
   end
   return out
 end
@@ -186,25 +190,59 @@ end
 -- (bench/search_sim.lua: at a budget of 16 on 8x8, 80% within 2% choosing after each
 -- result, 63% one batch ahead from the first).
 local AHEAD_AFTER = 32
-local function propose_model_step(ctx, n)
-  local out
-  local evaluated = #ctx.history - 1
-  if ctx.opts.ahead == "on" and (ctx.next_batch or evaluated >= AHEAD_AFTER) then
-    -- one batch ahead: this step's batch was chosen by the last one (without the
-    -- results of the batch then running), and the next is chosen now, so the driver
-    -- compiles exactly what comes next while this batch runs. The first step chooses both.
-    out = ctx.next_batch or propose_model(ctx, n)
-    ctx.in_flight, ctx.in_flight_points = #out, out
-    ctx.next_batch = #out > 0 and not ctx.stopped and propose_model(ctx, n) or {}
-    ctx.in_flight, ctx.in_flight_points = nil, nil
-  else
-    out = propose_model(ctx, n)
-  end
-  -- the guess for the step after, kept whether or not the driver compiles it ahead
-  ctx.guess = #out > 0 and not ctx.stopped and model_guess(ctx, GUESS) or {}
+local function keep_guess(ctx, list)
+  ctx.guess = list
   ctx.guess_keys = {}
-  for _, c in ipairs(ctx.guess) do ctx.guess_keys[tune.key(c.defines)] = true end
+  for _, c in ipairs(list) do ctx.guess_keys[tune.key(c.defines)] = true end
+end
+
+-- The batch after the one in flight (ctx.deferred, left by propose), chosen on the
+-- history as it was when the one in flight was proposed, that batch pending at its
+-- predicted times; and the guess after it. The same choice whether S.think makes it
+-- while the batch runs or the next propose does. Returns the batch.
+local function choose_deferred(ctx)
+  local d = ctx.deferred
+  ctx.deferred = nil
+  ctx.horizon, ctx.horizon_best = d.horizon, d.best
+  ctx.in_flight, ctx.in_flight_points = #d.in_flight, d.in_flight
+  local ok, err = pcall(function()
+    ctx.next_batch = propose_model(ctx, d.n)
+    keep_guess(ctx, #ctx.next_batch > 0 and not ctx.stopped and model_guess(ctx, GUESS) or {})
+  end)
+  ctx.horizon, ctx.horizon_best, ctx.in_flight, ctx.in_flight_points = nil, nil, nil, nil
+  if not ok then error(err, 0) end
+  return ctx.next_batch
+end
+
+local function propose_model_step(ctx, n)
+  local evaluated = #ctx.history - 1
+  if ctx.opts.ahead == "on" and (ctx.next_batch or ctx.deferred or evaluated >= AHEAD_AFTER) then
+    -- one batch ahead: this step's batch was chosen while the one before ran (S.think),
+    -- or is chosen now on the same data; the next is left to choose while this one
+    -- runs, without its results, so the driver compiles exactly what comes next. (The
+    -- first such step chooses its own batch as before.)
+    if ctx.deferred then choose_deferred(ctx) end
+    local out = ctx.next_batch or propose_model(ctx, n)
+    ctx.next_batch = nil
+    if #out > 0 and not ctx.stopped then
+      ctx.deferred = { horizon = #ctx.history, best = ctx.best, in_flight = out, n = n }
+    end
+    return out
+  end
+  local out = propose_model(ctx, n)
+  -- the guess for the step after, kept whether or not the driver compiles it ahead
+  keep_guess(ctx, #out > 0 and not ctx.stopped and model_guess(ctx, GUESS) or {})
   return out
+end
+
+-- Work for while the GPU evaluates the batch just proposed (kloop.search.driver calls it
+-- once per batch, during the batch's first worker request): behind the model, one batch
+-- ahead, the choice of the next batch, which it returns for compiling now. Nothing when
+-- there is no such choice to make or a result of the batch has come in already (the
+-- next propose then makes the same choice).
+function S.think(ctx)
+  if not ctx.deferred or #ctx.history ~= ctx.deferred.horizon then return nil end
+  return choose_deferred(ctx)
 end
 
 function S.propose(ctx)

@@ -101,4 +101,38 @@ describe("one worker: compiled candidates first, settled in proposal order", fun
     assert.are.same({ "full c", "full a" }, { ev.calls[1], ev.calls[2] })
     assert.are.same({ "a", "c" }, S.seen)
   end)
+
+  -- the strategy's think hook (Ctx:arm_think): fired by the batch's first worker request
+  -- (the fake evaluator fires it as W:request does), before any result of the batch is
+  -- settled; what it returns compiles at once; an error stops the run after the batch
+  it("runs the strategy's think during the batch's first evaluation and compiles what it returns", function()
+    local ev = fake_ev({ a = 3, b = 2 }, { a = false }) -- (b compiled: run first)
+    ev.arch = "sm_90"
+    local inner = ev.evaluate
+    function ev:evaluate(src)
+      if self.on_sent then local f = self.on_sent self.on_sent = nil f() end
+      return inner(self, src)
+    end
+    ev.queued = {}
+    function ev:queue_compiles(list, urgent) self.queued[#self.queued + 1] = { list = list, urgent = urgent } end
+    local ctx = ctx_with(ev)
+    local S = logging()
+    function S.think(c)
+      ev.calls[#ev.calls + 1] = "think after " .. #S.seen .. " results"
+      return cands("n1", "n2")
+    end
+    ctx:arm_think(S)
+    local ok, msg = run_batch(ctx, cands("a", "b"), S)
+    assert.is_true(ok, msg)
+    assert.are.same({ "think after 0 results", "full b", "full a" }, { ev.calls[1], ev.calls[2], ev.calls[3] })
+    assert.are.same({ "a", "b" }, S.seen)
+    assert.are.equal(1, #ev.queued)
+    assert.are.same({ "n1", "n2" }, { ev.queued[1].list[1].source, ev.queued[1].list[2].source })
+    assert.is_true(ev.queued[1].urgent)
+    -- an error in think is kept for the driver, which stops after the batch
+    function S.think() error("boom") end
+    ctx:arm_think(S)
+    ev.on_sent()
+    assert.matches("think: .*boom", tostring(ctx.think_error))
+  end)
 end)

@@ -35,7 +35,7 @@ local function drive(task, opts, time_of)
     history = { { proposer = "baseline", result = { verdict = "ok", time_ms = 1e9 } } } }
   S.init(ctx)
   local evaluated, best, seen = 0, math.huge, {}
-  ctx.guesses = {}
+  ctx.guesses, ctx.thoughts = {}, {}
   while evaluated < o.budget do
     local cands = S.propose(ctx)
     if #cands == 0 then break end
@@ -43,7 +43,13 @@ local function drive(task, opts, time_of)
     if o.upcoming_n then
       ctx.guesses[#ctx.guesses + 1] = { after = #ctx.history - 1 + #cands, list = S.upcoming(ctx, o.upcoming_n) }
     end
-    for _, c in ipairs(cands) do
+    -- the driver's think call, during the batch's first request (o.think: "late", after
+    -- the batch's first result, which it must ignore; "never")
+    if (o.think or "early") == "early" then
+      local got = S.think(ctx)
+      if got then ctx.thoughts[#ctx.thoughts + 1] = { after = #ctx.history - 1 + #cands, list = got } end
+    end
+    for ci, c in ipairs(cands) do
       if evaluated >= o.budget then break end
       evaluated = evaluated + 1
       local k = tune.key(c.defines)
@@ -54,6 +60,7 @@ local function drive(task, opts, time_of)
       ctx.history[#ctx.history + 1] = c
       if t and t < best then best = t ctx.best = c end
       S.on_result(ctx, c, c.result)
+      if ci == 1 and o.think == "late" then assert.is_nil(S.think(ctx), "think used a result of its own batch") end
     end
   end
   return best, evaluated, ctx
@@ -205,15 +212,31 @@ describe("tune --method model", function()
     assert.are.equal(1, best) -- P1=16 P2=4 P3=64
   end)
 
-  -- past 32 evaluations the model chooses each batch one step ahead: what upcoming
-  -- names first is exactly the next batch (compiled while the one before runs)
-  it("chooses one batch ahead once past 32 evaluations, so upcoming names the next batch exactly", function()
+  -- past 32 evaluations the model chooses each batch one step ahead, while the one
+  -- before runs (think): what think returns is exactly the next batch (compiled then);
+  -- the same search whether think runs during the batch, too late, or never
+  it("chooses one batch ahead once past 32 evaluations, in think, the same search whenever it runs", function()
     local task = space_task(8, 3)
+    local keys = {}
+    for _, when in ipairs({ "early", "late", "never" }) do
+      local _, _, ctx = drive(task, { budget = 64, seed = 3, method = "model", think = when }, bowl)
+      local list = {}
+      for i = 2, #ctx.history do list[#list + 1] = tune.key(ctx.history[i].defines) end
+      keys[when] = table.concat(list, ";")
+      assert.are.equal(when == "early", #ctx.thoughts > 0, when)
+    end
+    assert.are.equal(keys.early, keys.late)
+    assert.are.equal(keys.early, keys.never)
     local share = {}
     for _, ahead in ipairs({ "on", "off" }) do
       local _, _, ctx = drive(task, { budget = 64, seed = 3, method = "model", ahead = 16, ahead_mode = ahead }, bowl)
       local hits, total = 0, 0
-      for _, g in ipairs(ctx.guesses) do
+      local known = {}
+      for _, g in ipairs(ctx.guesses) do known[g.after] = g.list end
+      -- what the driver compiles for the next batch: think's choice, or upcoming's first
+      for _, t in ipairs(ctx.thoughts) do known[t.after] = t.list end
+      for after, list in pairs(known) do
+        local g = { after = after, list = list }
         if g.after >= 36 then
           local first = {}
           for k = 1, math.min(4, #g.list) do first[tune.key(g.list[k].defines)] = true end

@@ -92,6 +92,27 @@ describe("kloop.eval precompile before the worker is up", function()
   end)
 end)
 
+describe("kloop.eval worker requests", function()
+  -- the driver's think hook (strategy.think) runs while the worker computes: after the
+  -- request is sent and before its reply is read, once, never in a start's hello/setup
+  it("runs the one-shot hook between sending a request and reading its reply", function()
+    local ev = eval.new(assert(taskmod.load("kernels/gemm.lua")), { backend = "cuda" })
+    local log = {}
+    ev.proc = {
+      send = function(_, text) log[#log + 1] = "send " .. text:match('"op":"(%w+)"') return true end,
+      recv = function() log[#log + 1] = "recv" return '{"ok":true}' end,
+    }
+    ev.on_sent = function() log[#log + 1] = "hook" end
+    assert.is_true(ev:request({ op = "hello" }, 5).ok)
+    assert.is_true(ev:request({ op = "setup" }, 5).ok)
+    assert.is_true(ev:request({ op = "evaluate" }, 5).ok)
+    assert.is_true(ev:request({ op = "evaluate" }, 5).ok)
+    assert.are.same({ "send hello", "recv", "send setup", "recv", "send evaluate", "hook", "recv", "send evaluate", "recv" }, log)
+    assert.is_nil(ev.on_sent)
+    ev.proc = nil
+  end)
+end)
+
 describe("kloop.eval worker ownership", function()
   it("kills and reaps the worker of an evaluator dropped without close()", function()
     local ev = eval.new(assert(taskmod.load("examples/cpu/sgemm.c")))

@@ -431,6 +431,13 @@ function W:request(req, timeout_s)
     self:kill()
     return nil, "crashed", serr
   end
+  -- work the caller left for while the worker runs a candidate (the driver's
+  -- strategy.think), once; never during a start's hello or setup
+  local hook = self.on_sent
+  if hook and req.op ~= "hello" and req.op ~= "setup" then
+    self.on_sent = nil
+    hook()
+  end
   local reply, kind, msg
   if self.cooperative and coroutine.running() then
     -- in a pool (kloop.search.pool): the other workers are served while this one computes

@@ -326,6 +326,32 @@ function Ctx:compile_ahead(strategy, nbatch)
   self.ev:precompile(real)
 end
 
+-- Arms the evaluator's one-shot hook (kloop.eval.worker_client W:request) with the
+-- strategy's optional think(ctx): work for while the worker runs the batch's first
+-- candidate, with no results of the batch in yet (strategy.think must give the same
+-- search whether it runs or not). Candidates it returns compile at once. One worker
+-- only (a pool serves several at a time); an error stops the run after the batch.
+function Ctx:arm_think(strategy)
+  self.ev.on_sent = nil
+  if not strategy.think or self.pool then return end
+  self.ev.on_sent = function()
+    local ok, got = xpcall(function() return strategy.think(self) end, function(e)
+      if sys.is_interrupt(e) then return e end
+      return debug.traceback(e, 2)
+    end)
+    if not ok then
+      self.think_error = sys.is_interrupt(got) and got or ("think: " .. tostring(got))
+      return
+    end
+    if type(got) ~= "table" or not self.ev.arch then return end
+    local list = {}
+    for _, c in ipairs(got) do
+      if type(c) == "table" and not c.skip and not self.done_keys[M.key(c)] then list[#list + 1] = c end
+    end
+    if #list > 0 then pcall(self.ev.queue_compiles, self.ev, list, true) end
+  end
+end
+
 -- The batch's fresh candidates: not skipped, not evaluated before, not twice, and no
 -- more than the budget still takes (done_keys is not marked here).
 function Ctx:fresh_batch(cands)
@@ -587,6 +613,9 @@ function M.run(strategy, path, args)
     local left = ctx.opts.budget - (#ctx.history - 1)
     ok, msg = protected("prefetch", function() ctx:lookahead(ctx.best or ctx.baseline, #real, left - #real) end)
     if not ok then break end
+    -- the strategy's work for while the GPU runs (strategy.think): during the batch's
+    -- first worker request; what it returns compiles at once
+    ctx:arm_think(strategy)
     local prop = ctx.proposer
     local fresh = not ctx.pool and ctx.opts.cascade ~= "on" and ctx:fresh_batch(cands)
     local order = fresh and ctx:ready_order(fresh)
@@ -610,6 +639,8 @@ function M.run(strategy, path, args)
         end
       end
     end
+    ctx.ev.on_sent = nil -- (not fired: no request ran; the next propose does the same work)
+    if ok and ctx.think_error then ok, msg = false, ctx.think_error end
     -- a strategy that only repeats itself would loop forever
     if #ctx.history == (ctx.seen_len or -1) then
       ctx.stale_batches = (ctx.stale_batches or 0) + 1
