@@ -187,9 +187,10 @@ end
 
 -- Choosing one batch ahead starts once this many candidates are evaluated: a small
 -- search needs each result before its next choice more than it needs the GPU busy
--- (bench/search_sim.lua: at a budget of 16 on 8x8, 80% within 2% choosing after each
--- result, 63% one batch ahead from the first).
-local AHEAD_AFTER = 32
+-- (bench/search_sim.lua, 40 seeds: at a budget of 16 on 8x8, 80% within 2% choosing
+-- after each result, 63% one batch ahead from the first; from 16 on, gemm_tiled at 45
+-- and 89 and 10^3 at 85 find what they find choosing after each result).
+local AHEAD_AFTER = 16
 local function keep_guess(ctx, list)
   ctx.guess = list
   ctx.guess_keys = {}

@@ -212,10 +212,10 @@ describe("tune --method model", function()
     assert.are.equal(1, best) -- P1=16 P2=4 P3=64
   end)
 
-  -- past 32 evaluations the model chooses each batch one step ahead, while the one
+  -- past 16 evaluations the model chooses each batch one step ahead, while the one
   -- before runs (think): what think returns is exactly the next batch (compiled then);
   -- the same search whether think runs during the batch, too late, or never
-  it("chooses one batch ahead once past 32 evaluations, in think, the same search whenever it runs", function()
+  it("chooses one batch ahead once past 16 evaluations, in think, the same search whenever it runs", function()
     local task = space_task(8, 3)
     local keys = {}
     for _, when in ipairs({ "early", "late", "never" }) do
@@ -237,7 +237,7 @@ describe("tune --method model", function()
       for _, t in ipairs(ctx.thoughts) do known[t.after] = t.list end
       for after, list in pairs(known) do
         local g = { after = after, list = list }
-        if g.after >= 36 then
+        if g.after >= 20 then
           local first = {}
           for k = 1, math.min(4, #g.list) do first[tune.key(g.list[k].defines)] = true end
           for j = 1, 4 do
