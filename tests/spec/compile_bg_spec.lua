@@ -17,6 +17,17 @@ describe("kloop.eval.compile background jobs", function()
     return out, nonce
   end
 
+  it("leaves slots free for an urgent batch where there are enough", function()
+    local bg = compile.background
+    compile.run(jobs("g", 10), { background = true, parallel = 8 })
+    assert.are.equal(8 - compile.URGENT_RESERVE, #bg.running)
+    assert.are.equal(10 - (8 - compile.URGENT_RESERVE), #bg.queue)
+    compile.cancel_background()
+    -- (too few slots to keep any: all of them work)
+    compile.run(jobs("h", 5), { background = true, parallel = 2 })
+    assert.are.equal(2, #bg.running)
+  end)
+
   it("starts an urgent batch at once, past slots full of queued guesses", function()
     local bg = compile.background
     local guesses = jobs("guess", 4)

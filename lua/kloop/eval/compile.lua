@@ -323,6 +323,7 @@ end
 -- the compilers of a batch run while the worker evaluates the batch's first candidates;
 -- a batch larger than the slots starts its rest as the first ones are waited for.
 local bg = { running = {}, queue = {}, by_key = {}, parallel = M.default_parallel, deadline = M.default_deadline }
+M.URGENT_RESERVE = 4
 M.background = bg
 
 local function bg_drop(job)
@@ -338,7 +339,11 @@ function M.pump(wait_ms)
     if job.done then bg_drop(job) else still[#still + 1] = job end
   end
   bg.running = still
-  while #bg.running < bg.parallel and #bg.queue > 0 do
+  -- (queued jobs, guesses of what comes next, leave URGENT_RESERVE slots free where
+  -- there are enough: a batch about to run then compiles on idle cores, not beside 16
+  -- guesses at a fraction of the speed)
+  local cap = bg.parallel >= 2 * M.URGENT_RESERVE and bg.parallel - M.URGENT_RESERVE or bg.parallel
+  while #bg.running < cap and #bg.queue > 0 do
     local job = table.remove(bg.queue, 1)
     if start(job) then bg.running[#bg.running + 1] = job else bg_drop(job) end
   end
