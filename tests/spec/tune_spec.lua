@@ -142,24 +142,28 @@ describe("tune --method model", function()
     assert.are.equal(valid, n)
   end)
 
-  -- of each batch's proposals, how many the guess before it named (compiled ahead)
-  local function guessed_share(ctx, m)
+  -- of each batch's proposals, how many the guess before it named (compiled ahead):
+  -- guesses {after = evaluated so far, list}, default ctx.guesses; only the first
+  -- `first` of each list, and only guesses made once `from` were evaluated, when given
+  local function guessed_share(ctx, m, guesses, first, from)
     local hits, total = 0, 0
-    for _, g in ipairs(ctx.guesses) do
-      local guessed = {}
-      for _, c in ipairs(g.list) do
-        local k = tune.key(c.defines)
-        guessed[k] = true
-        -- never a point already proposed
-        for i = 2, math.min(g.after + 1, #ctx.history) do
-          assert.are_not.equal(tune.key(ctx.history[i].defines), k, m .. ": guessed an evaluated point")
+    for _, g in ipairs(guesses or ctx.guesses) do
+      if g.after >= (from or 0) then
+        local guessed = {}
+        for k, c in ipairs(g.list) do
+          local key = tune.key(c.defines)
+          if k <= (first or #g.list) then guessed[key] = true end
+          -- never a point already proposed
+          for i = 2, math.min(g.after + 1, #ctx.history) do
+            assert.are_not.equal(tune.key(ctx.history[i].defines), key, m .. ": guessed an evaluated point")
+          end
         end
-      end
-      for j = 1, 4 do
-        local nxt = ctx.history[g.after + 1 + j]
-        if nxt then
-          total = total + 1
-          if guessed[tune.key(nxt.defines)] then hits = hits + 1 end
+        for j = 1, 4 do
+          local nxt = ctx.history[g.after + 1 + j]
+          if nxt then
+            total = total + 1
+            if guessed[tune.key(nxt.defines)] then hits = hits + 1 end
+          end
         end
       end
     end
@@ -230,25 +234,13 @@ describe("tune --method model", function()
     local share = {}
     for _, ahead in ipairs({ "on", "off" }) do
       local _, _, ctx = drive(task, { budget = 64, seed = 3, method = "model", ahead = 16, ahead_mode = ahead }, bowl)
-      local hits, total = 0, 0
       local known = {}
       for _, g in ipairs(ctx.guesses) do known[g.after] = g.list end
       -- what the driver compiles for the next batch: think's choice, or upcoming's first
       for _, t in ipairs(ctx.thoughts) do known[t.after] = t.list end
-      for after, list in pairs(known) do
-        local g = { after = after, list = list }
-        if g.after >= 20 then
-          local first = {}
-          for k = 1, math.min(4, #g.list) do first[tune.key(g.list[k].defines)] = true end
-          for j = 1, 4 do
-            local nxt = ctx.history[g.after + 1 + j]
-            if nxt then
-              total = total + 1
-              if first[tune.key(nxt.defines)] then hits = hits + 1 end
-            end
-          end
-        end
-      end
+      local list = {}
+      for after, l in pairs(known) do list[#list + 1] = { after = after, list = l } end
+      local hits, total = guessed_share(ctx, ahead, list, 4, 20)
       assert.is_true(total >= 16, ahead .. ": " .. total)
       share[ahead] = hits / total
     end

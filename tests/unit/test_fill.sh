@@ -7,15 +7,8 @@
 # element, on every dtype x distribution, with the pass through a narrower type that a
 # reference's copy of an inout takes (kl_buf_convert); and its log and sin/cos are held to
 # libm's within 4 ulp-ish bounds.
-set -eu
-K=$1
-SRC=$2
-D=$(mktemp -d)
-trap 'rm -rf "$D"' EXIT
-command -v cc >/dev/null || { echo "SKIP: no C compiler"; exit 77; }
-"$K" -e 'io.write(require("kloop.eval.worker_client").check_source)' > "$D/check.cu"
-sed -n '/(begin kl_fill/,/(end kl_fill)/p' "$D/check.cu" > "$D/fill_cuda.inc"
-grep -q "kl_fill_value" "$D/fill_cuda.inc" || { echo "FAIL: kl_fill_value not found in the state-check kernels"; exit 1; }
+. "$(dirname "$0")/cuda_text.sh"
+cuda_text check_source kl_fill kl_fill_value "$D/fill_cuda.inc"
 cat > "$D/t.c" <<'C'
 #include <math.h>
 #include <stdint.h>

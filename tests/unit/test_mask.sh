@@ -3,15 +3,8 @@
 # text in lua/kloop/eval/worker_client.lua) and src/kl_buf.c's must give the same words, or
 # every reference on the device would unmask to garbage. The CUDA text is compiled here as
 # host C and compared on a million (index, key) pairs.
-set -eu
-K=$1
-SRC=$2
-D=$(mktemp -d)
-trap 'rm -rf "$D"' EXIT
-command -v cc >/dev/null || { echo "SKIP: no C compiler"; exit 77; }
-"$K" -e 'io.write(require("kloop.eval.worker_client").compare_source)' > "$D/cmp.cu"
-sed -n '/(begin kl_mask_word/,/(end kl_mask_word)/p' "$D/cmp.cu" > "$D/mask_cuda.inc"
-grep -q "kl_mask_word" "$D/mask_cuda.inc" || { echo "FAIL: kl_mask_word not found in the comparison kernel"; exit 1; }
+. "$(dirname "$0")/cuda_text.sh"
+cuda_text compare_source kl_mask_word kl_mask_word "$D/mask_cuda.inc"
 cat > "$D/t.c" <<'C'
 #include <stdint.h>
 #include <stdio.h>
