@@ -8,7 +8,8 @@
 -- proposals after the first batch that the guess before them named (compiled ahead:
 -- no wait for a compiler). --favour sets how much the model's picks prefer those
 -- points (kloop.search.surrogate FAVOUR_EI, FAVOUR_MEAN; off: never). --lag off: the
--- model chooses each batch after the results of the one before (tune's --ahead off).
+-- model chooses each batch after the results of the one before (tune's --ahead off);
+-- AHEAD_BATCH=N in the environment sets tune's --ahead-batch (0, its default: auto).
 -- The strategy's hooks (strategies/tune.lua) run exactly as the driver calls them:
 -- init, then propose / evaluate each / on_result until the budget is spent; an
 -- evaluation is a look-up in the landscape (a point it lacks is a failed candidate).
@@ -108,7 +109,7 @@ local strategy = dofile("strategies/tune.lua")
 local function run(land, method, seed, budget)
   local ctx = { task = land.task, history = {}, rng = rng.new(seed),
     opts = { budget = budget, batch = batch, method = method, init = 0, stop_ei = 0.0005, explore = 0.3, quiet = true,
-      ahead = lag } }
+      ahead = lag, ahead_batch = tonumber(os.getenv("AHEAD_BATCH") or "0") } }
   ctx.history[1] = { proposer = "baseline", result = { verdict = "ok", time_ms = 1e9 } }
   strategy.init(ctx)
   local evaluated, best = 0, math.huge

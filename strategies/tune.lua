@@ -17,6 +17,7 @@ local S = {
     { "explore", 0.3, "anneal: fraction of the budget spent on random samples before the local walk" },
     { "batch", 4, "candidates proposed per step" },
     { "ahead", "on", "model: choose each batch one step ahead, so it compiles while the one before runs: on or off" },
+    { "ahead_batch", 0, "model, choosing ahead: candidates per batch (0: twice --batch where the budget is 64 or more, else --batch)" },
     -- the evaluation cascade (docs/TASKS.md, "Stages") pays where most points are far from
     -- the optimum (random or exhaustive search of a wide space: 1.8-3.1x candidates per
     -- minute on the host); behind the model most proposals are near the best and get the
@@ -42,6 +43,10 @@ function S.init(ctx)
   end
   if ctx.opts.ahead ~= nil and ctx.opts.ahead ~= "on" and ctx.opts.ahead ~= "off" then
     error("--ahead must be on or off, not " .. tostring(ctx.opts.ahead), 0)
+  end
+  local ab = tonumber(ctx.opts.ahead_batch or 0)
+  if not ab or ab < 0 or ab ~= math.floor(ab) then
+    error("--ahead-batch must be 0 (auto) or a whole number of candidates, not " .. tostring(ctx.opts.ahead_batch), 0)
   end
   ctx.seen = {}
   if ctx.space.size <= ENUMERATE then ctx.valid = tune.all(ctx.space) end
@@ -215,6 +220,17 @@ local function choose_deferred(ctx)
   return ctx.next_batch
 end
 
+-- Candidates per batch once choosing ahead: --ahead-batch, or (0) twice --batch in a
+-- search of 64 or more, where more GPU time per batch hides more of the next batch's
+-- compiles (an empty compile cache on the H200: 39% GPU busy in batches of 4, 46-52%
+-- in batches of 8) and costs nothing measured (search_sim: gemm_tiled at 89, 100%
+-- either way; at 45 it would be 83% against 88%, so a small search keeps --batch).
+local function ahead_batch(ctx, n)
+  local b = tonumber(ctx.opts.ahead_batch) or 0
+  if b > 0 then return math.floor(b) end
+  return ctx.opts.budget >= 64 and 2 * n or n
+end
+
 local function propose_model_step(ctx, n)
   local evaluated = #ctx.history - 1
   if ctx.opts.ahead == "on" and (ctx.next_batch or ctx.deferred or evaluated >= AHEAD_AFTER) then
@@ -226,7 +242,7 @@ local function propose_model_step(ctx, n)
     local out = ctx.next_batch or propose_model(ctx, n)
     ctx.next_batch = nil
     if #out > 0 and not ctx.stopped then
-      ctx.deferred = { horizon = #ctx.history, best = ctx.best, in_flight = out, n = n }
+      ctx.deferred = { horizon = #ctx.history, best = ctx.best, in_flight = out, n = ahead_batch(ctx, n) }
     end
     return out
   end
