@@ -240,6 +240,10 @@ static inline double u01(uint64_t r) { return (double)(int64_t)(r >> 11) * 0x1.0
    one drawn here (tests/unit/test_fill.sh, tests/gpu/fill_device.lua). Both are good to
    about an ulp, far more than a test input needs. */
 
+#if defined(__FAST_MATH__)
+#error "kl_buf.c must not be built with -ffast-math: its fills must round like kloop_fill on the device"
+#endif
+
 /* log(x) for a normal x > 0: x = m 2^e with m in [sqrt(1/2), sqrt(2)), then
    log m = 2 atanh(s), s = (m - 1) / (m + 1), |s| < 0.172, by its series to s^21. */
 static double log_arith(double x) {
@@ -279,7 +283,7 @@ static void sincos_turn(double u, double *sn, double *cs) {
   double ps = -3.868170170630684e-23;   /* -1/23! */
   ps = ps * z + 1.9572941063391263e-20; /* 1/21! */
   ps = ps * z + -8.22063524662433e-18;  /* -1/19! */
-  ps = ps * z + 2.811457254345521e-15;  /* 1/17! */
+  ps = ps * z + 2.8114572543455206e-15; /* 1/17! */
   ps = ps * z + -7.647163731819816e-13; /* -1/15! */
   ps = ps * z + 1.6059043836821613e-10; /* 1/13! */
   ps = ps * z + -2.505210838544172e-08; /* -1/11! */

@@ -168,7 +168,7 @@ local function propose_model(ctx, n, guess)
     return {}
   end
   for _, i in ipairs(chosen) do
-    if fresh(ctx, pool[i]) then out[#out + 1] = tune.candidate(ctx.task, pool[i], ctx.horizon_best or ctx.best) end
+    if fresh(ctx, pool[i]) then out[#out + 1] = tune.candidate(ctx.task, pool[i], ctx.horizon and ctx.horizon_best or ctx.best) end
   end
   return out
 end

@@ -28,7 +28,27 @@ describe("kloop.eval.compile background jobs", function()
     assert.are.equal(2, #bg.running)
   end)
 
-  it("starts an urgent batch at once, past slots full of queued guesses", function()
+  -- the batch think chooses is mostly among the guesses queued before it
+  it("starts the queued guesses an urgent batch names, and the rest of it first in the queue", function()
+    local bg = compile.background
+    local guesses = jobs("q", 16)
+    compile.run(guesses, { background = true, parallel = 8 })
+    assert.are.equal(8 - compile.URGENT_RESERVE, #bg.running)
+    local again = { guesses[13], guesses[14], guesses[15], guesses[16] }
+    compile.run(again, { background = true, parallel = 8, urgent = true })
+    local running = {}
+    for _, j in ipairs(bg.running) do running[j.key] = true end
+    for _, j in ipairs(again) do assert.is_true(running[j.key] == true, j.name .. " is still queued") end
+    assert.are.equal(8, #bg.running)
+    assert.are.equal(16 - 8, #bg.queue)
+    -- past the slots: first in the queue, not started
+    local more = jobs("u", 3)
+    compile.run(more, { background = true, parallel = 8, urgent = true })
+    assert.are.equal(8, #bg.running)
+    for k, j in ipairs(more) do assert.are.equal(j.key, bg.queue[k].key) end
+  end)
+
+  it("puts an urgent batch ahead of queued guesses when every slot is taken", function()
     local bg = compile.background
     local guesses = jobs("guess", 4)
     compile.run(guesses, { background = true, parallel = 1 })
@@ -36,10 +56,9 @@ describe("kloop.eval.compile background jobs", function()
     assert.are.equal(3, #bg.queue)
     local batch, nonce = jobs("batch", 2)
     compile.run(batch, { background = true, parallel = 1, urgent = true })
-    local running = {}
-    for _, j in ipairs(bg.running) do running[j.key] = true end
-    for _, j in ipairs(batch) do assert.is_true(running[j.key] == true, j.name .. " is not running") end
-    assert.are.equal(3, #bg.queue, "the guesses stay queued")
+    assert.are.equal(1, #bg.running)
+    assert.are.equal(5, #bg.queue)
+    for k, j in ipairs(batch) do assert.are.equal(j.key, bg.queue[k].key, j.name .. " is not first in the queue") end
     -- and each is waited for and compiles
     for _, j in ipairs(batch) do
       local got = compile.compile(j.src, { arch = "sm_90", name = j.name, defines = { KLOOP_SPEC_NONCE = nonce } })

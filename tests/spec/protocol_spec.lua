@@ -488,6 +488,20 @@ describe("kloop.protocol: inputs drawn on the device", function()
     assert.are.equal(5, got[true].evidence.index)
   end)
 
+  -- a host copy drawn later must be the device's bits (checked against the device digest)
+  it("refuses a host draw that differs from what the device drew", function()
+    local real = sim.fill_input
+    sim.fill_input = function(ptr, dtype, n, used, dist, seed, round) return real(ptr, dtype, n, used, dist, seed + 1, round) end
+    local ok, err = pcall(function()
+      assert(protocol.setup(sim, SPEC, REF))
+      local r = evaluate([[gemm = function(p) local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C); B[5] = 7 end]])
+      assert.are.equal("launch_error", r.verdict, r.reason)
+      assert.matches("differs from the device's", r.reason)
+    end)
+    sim.fill_input = real
+    assert(ok, err)
+  end)
+
   it("draws a damaged input original again where it is, and the next verdicts stand", function()
     sim.inputs_on_device = true
     assert(protocol.setup(sim, SPEC, REF))

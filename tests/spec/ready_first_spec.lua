@@ -129,6 +129,12 @@ describe("one worker: compiled candidates first, settled in proposal order", fun
     assert.are.equal(1, #ev.queued)
     assert.are.same({ "n1", "n2" }, { ev.queued[1].list[1].source, ev.queued[1].list[2].source })
     assert.is_true(ev.queued[1].urgent)
+    -- no more than the budget has room for after the batch
+    ctx.opts.budget = #ctx.history - 1 + 2 + 1
+    function S.think() return cands("m1", "m2", "m3") end
+    ctx:arm_think(S, 2)
+    ev.on_sent()
+    assert.are.equal(1, #ev.queued[2].list)
     -- an error in think is kept for the driver, which stops after the batch
     function S.think() error("boom") end
     ctx:arm_think(S)

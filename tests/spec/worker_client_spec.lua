@@ -109,6 +109,12 @@ describe("kloop.eval worker requests", function()
     assert.is_true(ev:request({ op = "evaluate" }, 5).ok)
     assert.are.same({ "send hello", "recv", "send setup", "recv", "send evaluate", "hook", "recv", "send evaluate", "recv" }, log)
     assert.is_nil(ev.on_sent)
+    -- a hook that sends a request of its own is refused (it would read the other's reply)
+    ev.on_sent = function() ev:request({ op = "evaluate" }, 5) end
+    local ok, err = pcall(ev.request, ev, { op = "evaluate" }, 5)
+    assert.is_false(ok)
+    assert.matches("inside a think hook", err)
+    assert.is_nil(ev.in_hook)
     ev.proc = nil
   end)
 end)

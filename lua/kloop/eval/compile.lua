@@ -395,30 +395,50 @@ end
 -- Every job ends with: ok, log, resources, cubin_path, seconds, cached, timeout.
 -- opts.background: start them and return at once (the jobs are not done yet); a
 -- later compile of the same source and options finds its job and waits for it.
--- opts.urgent (with background): start them now, ahead of the queue and past the slots
--- (a batch about to run, where the queue holds guesses).
+-- opts.urgent (with background): start them now, queued ones included, up to the slots
+-- (the guesses leave URGENT_RESERVE of them free), the rest first in the queue (a batch
+-- about to run, where the queue holds guesses).
 function M.run(jobs, opts)
   opts = opts or {}
   local parallel = opts.parallel or M.default_parallel
   local deadline = opts.deadline or M.default_deadline
-  local queue, running = {}, {}
+  local queue, running, promote = {}, {}, {}
   for _, job in ipairs(jobs) do
-    if bg.by_key[job.key] then -- already compiling in the background
-      job.background = bg.by_key[job.key]
+    local b = bg.by_key[job.key]
+    if b then -- already compiling in the background (or queued there)
+      job.background = b
+      if opts.urgent and not b.cjob and not b.done then promote[#promote + 1] = b end
     elseif opts.no_cache or not try_cache(job) then
       queue[#queue + 1] = job
     end
   end
   if opts.background then
     bg.parallel, bg.deadline = parallel, deadline
+    local urgent = {}
     for _, job in ipairs(queue) do
-      bg.by_key[job.key] = job
-      if opts.urgent then
-        -- (needed now: started at once, past the slots the guesses fill)
-        if start(job) then bg.running[#bg.running + 1] = job else bg_drop(job) end
-      else
-        bg.queue[#bg.queue + 1] = job
+      if not bg.by_key[job.key] then -- (a key twice in one call: one job)
+        bg.by_key[job.key] = job
+        if opts.urgent then urgent[#urgent + 1] = job else bg.queue[#bg.queue + 1] = job end
       end
+    end
+    if opts.urgent then
+      -- needed now: queued guesses it names leave the queue, and all of them start at
+      -- once up to the slots (the guesses keep URGENT_RESERVE of them free), the rest
+      -- first in the queue
+      local moved = {}
+      for _, b in ipairs(promote) do moved[b] = true urgent[#urgent + 1] = b end
+      local rest = {}
+      for _, q in ipairs(bg.queue) do if not moved[q] then rest[#rest + 1] = q end end
+      local front = {}
+      for _, job in ipairs(urgent) do
+        if #bg.running < bg.parallel then
+          if start(job) then bg.running[#bg.running + 1] = job else bg_drop(job) end
+        else
+          front[#front + 1] = job
+        end
+      end
+      for _, q in ipairs(rest) do front[#front + 1] = q end
+      bg.queue = front
     end
     M.pump(0)
     return jobs

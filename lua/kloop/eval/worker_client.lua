@@ -426,6 +426,7 @@ end
 
 -- One request/reply with a deadline. Returns reply, or nil, kind ("timeout"|"crashed"|"error"), msg.
 function W:request(req, timeout_s)
+  if self.in_hook then error("a request to the worker from inside a think hook (the worker is busy with another)", 2) end
   local sent, serr = self.proc:send(cjson.encode(req))
   if not sent then
     self:kill()
@@ -436,7 +437,11 @@ function W:request(req, timeout_s)
   local hook = self.on_sent
   if hook and req.op ~= "hello" and req.op ~= "setup" then
     self.on_sent = nil
-    hook()
+    -- (a hook that sent a request of its own would read this one's reply)
+    self.in_hook = true
+    local ok, err = pcall(hook)
+    self.in_hook = nil
+    if not ok then error(err, 0) end
   end
   local reply, kind, msg
   if self.cooperative and coroutine.running() then

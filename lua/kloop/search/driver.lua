@@ -331,7 +331,7 @@ end
 -- candidate, with no results of the batch in yet (strategy.think must give the same
 -- search whether it runs or not). Candidates it returns compile at once. One worker
 -- only (a pool serves several at a time); an error stops the run after the batch.
-function Ctx:arm_think(strategy)
+function Ctx:arm_think(strategy, nbatch)
   self.ev.on_sent = nil
   if not strategy.think or self.pool then return end
   self.ev.on_sent = function()
@@ -344,8 +344,11 @@ function Ctx:arm_think(strategy)
       return
     end
     if type(got) ~= "table" or not self.ev.arch then return end
+    -- (no more than the budget has room for after this batch)
+    local room = self.opts.budget - (#self.history - 1) - (nbatch or 0)
     local list = {}
     for _, c in ipairs(got) do
+      if #list >= room then break end
       if type(c) == "table" and not c.skip and not self.done_keys[M.key(c)] then list[#list + 1] = c end
     end
     if #list > 0 then pcall(self.ev.queue_compiles, self.ev, list, true) end
@@ -615,7 +618,7 @@ function M.run(strategy, path, args)
     if not ok then break end
     -- the strategy's work for while the GPU runs (strategy.think): during the batch's
     -- first worker request; what it returns compiles at once
-    ctx:arm_think(strategy)
+    ctx:arm_think(strategy, #real)
     local prop = ctx.proposer
     local fresh = not ctx.pool and ctx.opts.cascade ~= "on" and ctx:fresh_batch(cands)
     local order = fresh and ctx:ready_order(fresh)

@@ -277,6 +277,11 @@ local function host_input(set, i)
   if not h then return nil, "out of host memory for inputs" end
   ffi.fill(h + f.bytes, f.used - f.bytes)
   if not buf.fill(h, f.dtype, f.count, f.dist, f.seed) then return nil, "cannot fill " .. f.name end
+  -- drawn after a device draw: the bits must be the ones the device holds (its digest)
+  if set.digests[i] and buf.digest(h, f.used / 4, state.dseed) ~= set.digests[i] then
+    return nil, string.format("the host's draw of %s differs from the device's (kloop_fill and kl_buf_fill disagree)",
+      f.name)
+  end
   set.host_inputs[i] = h
   return h
 end
@@ -878,10 +883,18 @@ end
 -- its words when it refuses, `launch_error` when it raises or runs out of time.
 function M.run_check(spec, case, s, phase)
   local set = case.sets[s]
+  -- the set's host inputs drawn before the check runs (drawn on the device at setup, they
+  -- are drawn here once): their time is kloop's, not the check's deadline
+  for i, a in ipairs(spec.args) do
+    if a.pointer and filled(a) then
+      local h, herr = host_input(set, i)
+      if not h then return verdict("launch_error", "the check's inputs: " .. tostring(herr)) end
+    end
+  end
   local function view(name, out)
     for i, a in ipairs(spec.args) do
       if a.name == name and a.pointer then
-        local h = out and state.check_out[i] or (not out and host_input(set, i))
+        local h = out and state.check_out[i] or (not out and set.host_inputs[i])
         if not h then error(string.format("%s is not an %s of the task", name, out and "output" or "input"), 2) end
         return accessor(h, a.dtype, case.args[i].count, name)
       end
