@@ -86,16 +86,30 @@ S.time_of = time_of
 
 -- The model's data: every evaluated point (log of its median; a failure counts as twice
 -- the slowest verified time, so the model learns where the space does not work).
--- (ctx.horizon: a choice made while a batch runs sees the history as it was when that
--- batch was proposed, whatever has come in since: S.think)
+-- What the search has learnt: {defines, proposer, t} per evaluated candidate (t nil for
+-- a failure). A choice deferred while a batch runs (S.think) reads the copy taken when
+-- that batch was proposed (ctx.learnt_snapshot), so results that come in, or that a
+-- sentinel trip rewrites in place, after that do not reach it: the same data whenever
+-- the choice is made.
+local function learnt(ctx)
+  if ctx.learnt_snapshot then return ctx.learnt_snapshot end
+  local out = {}
+  for _, c in ipairs(ctx.history) do
+    if c.defines and c.result then
+      local t = c.result.verdict == "ok" and time_of(c.result) or nil
+      out[#out + 1] = { defines = c.defines, proposer = c.proposer, t = t }
+    end
+  end
+  return out
+end
+
 local function observations(ctx)
   local X, y, fails = {}, {}, {}
   local worst = -math.huge
-  for k = 1, ctx.horizon or #ctx.history do
-    local c = ctx.history[k]
-    if c.defines and c.proposer == "tune" and c.result then
-      if c.result.verdict == "ok" and time_of(c.result) then
-        X[#X + 1], y[#y + 1] = ctx.encode(c.defines), math.log(time_of(c.result))
+  for _, c in ipairs(learnt(ctx)) do
+    if c.proposer == "tune" then
+      if c.t then
+        X[#X + 1], y[#y + 1] = ctx.encode(c.defines), math.log(c.t)
         worst = math.max(worst, y[#y])
       else
         fails[#fails + 1] = ctx.encode(c.defines)
@@ -134,11 +148,10 @@ local function propose_model(ctx, n, guess)
   else
     for _ = 1, POOL do add(ctx.valid and ctx.rng:pick(ctx.valid) or tune.random(ctx.space, ctx.rng)) end
     local ranked = {}
-    for k = 1, ctx.horizon or #ctx.history do
-      local c = ctx.history[k]
-      if c.defines and c.result and c.result.verdict == "ok" and time_of(c.result) then ranked[#ranked + 1] = c end
+    for _, c in ipairs(learnt(ctx)) do
+      if c.t then ranked[#ranked + 1] = c end
     end
-    table.sort(ranked, function(a, b) return time_of(a.result) < time_of(b.result) end)
+    table.sort(ranked, function(a, b) return a.t < b.t end)
     for r = 1, math.min(8, #ranked) do
       for _, q in ipairs(tune.neighbours(ctx.space, ranked[r].defines)) do add(q) end
     end
@@ -209,13 +222,13 @@ end
 local function choose_deferred(ctx)
   local d = ctx.deferred
   ctx.deferred = nil
-  ctx.horizon, ctx.horizon_best = d.horizon, d.best
+  ctx.horizon, ctx.horizon_best, ctx.learnt_snapshot = d.horizon, d.best, d.learnt
   ctx.in_flight, ctx.in_flight_points = #d.in_flight, d.in_flight
   local ok, err = pcall(function()
     ctx.next_batch = propose_model(ctx, d.n)
     keep_guess(ctx, #ctx.next_batch > 0 and not ctx.stopped and model_guess(ctx, GUESS) or {})
   end)
-  ctx.horizon, ctx.horizon_best, ctx.in_flight, ctx.in_flight_points = nil, nil, nil, nil
+  ctx.horizon, ctx.horizon_best, ctx.learnt_snapshot, ctx.in_flight, ctx.in_flight_points = nil, nil, nil, nil, nil
   if not ok then error(err, 0) end
   return ctx.next_batch
 end
@@ -242,7 +255,8 @@ local function propose_model_step(ctx, n)
     local out = ctx.next_batch or propose_model(ctx, n)
     ctx.next_batch = nil
     if #out > 0 and not ctx.stopped then
-      ctx.deferred = { horizon = #ctx.history, best = ctx.best, in_flight = out, n = ahead_batch(ctx, n) }
+      ctx.deferred = { horizon = #ctx.history, best = ctx.best, learnt = learnt(ctx), in_flight = out,
+        n = ahead_batch(ctx, n) }
     end
     return out
   end
