@@ -96,6 +96,31 @@ describe("promotion", function()
   end)
 end)
 
+-- the A/B step's decision on a given ratio CI (the evaluator's compare is a double)
+describe("promotion's A/B decision", function()
+  local promote = require("kloop.eval.promote")
+  local function decide(ci, allow_equal)
+    local ev = { compare = function() return { a = { verdict = "ok", time_ms = 1 }, b = { verdict = "ok", time_ms = 1, reps = 30 },
+      ratio = (ci[1] + ci[2]) / 2, ratio_ci = ci } end }
+    local p = { ev = ev, incumbent = { source = "a", label = "c:1", id = 1 }, cand = { source = "b" },
+      task = { sizes = { bench = {} } }, allow_equal = allow_equal }
+    return promote.Steps.ab_timing(p)
+  end
+
+  it("accepts a speedup proven by more than 1%, and nothing less", function()
+    assert.are.equal("passed", decide({ 1.02, 1.06 }).status)
+    -- a CI just clear of 1: what two identical kernels give now and then
+    local r = decide({ 1.004, 1.03 })
+    assert.are.equal("failed", r.status)
+    assert.matches("not faster than the incumbent c:1", r.reason)
+    assert.are.equal("failed", decide({ 0.98, 1.04 }).status)
+    -- --allow-equal takes a CI that reaches 1
+    assert.are.equal("passed", decide({ 1.004, 1.03 }, true).status)
+    assert.are.equal("passed", decide({ 0.98, 1.04 }, true).status)
+    assert.are.equal("failed", decide({ 0.90, 0.97 }, true).status)
+  end)
+end)
+
 describe("sanitizer outcomes", function()
   it("reads compute-sanitizer logs: errors, clean, and the refusals that are skips", function()
     local kind, n = sanitize.read_cuda_log("========= Invalid __global__ read of size 4 bytes\n========= ERROR SUMMARY: 2 errors\n")

@@ -95,6 +95,7 @@ end
 -- infrastructure}: infrastructure = true when kloop, not the candidate, failed.
 
 local Steps = {}
+M.Steps = Steps -- (each step of a promotion, for the specs)
 
 function Steps.fresh_worker(p)
   local r = sanitize.verify_only(p.ev, p.cand)
