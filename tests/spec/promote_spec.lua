@@ -98,7 +98,6 @@ end)
 
 -- the A/B step's decision on a given ratio CI (the evaluator's compare is a double)
 describe("promotion's A/B decision", function()
-  local promote = require("kloop.eval.promote")
   local function decide(ci, allow_equal)
     local ev = { compare = function() return { a = { verdict = "ok", time_ms = 1 }, b = { verdict = "ok", time_ms = 1, reps = 30 },
       ratio = (ci[1] + ci[2]) / 2, ratio_ci = ci } end }
