@@ -84,15 +84,13 @@ local function time_of(r)
 end
 S.time_of = time_of
 
--- The model's data: every evaluated point (log of its median; a failure counts as twice
--- the slowest verified time, so the model learns where the space does not work).
 -- What the search has learnt: {defines, proposer, t} per evaluated candidate (t nil for
 -- a failure). A choice deferred while a batch runs (S.think) reads the copy taken when
--- that batch was proposed (ctx.learnt_snapshot), so results that come in, or that a
+-- that batch was proposed (ctx.choosing.learnt), so results that come in, or that a
 -- sentinel trip rewrites in place, after that do not reach it: the same data whenever
 -- the choice is made.
 local function learnt(ctx)
-  if ctx.learnt_snapshot then return ctx.learnt_snapshot end
+  if ctx.choosing then return ctx.choosing.learnt end
   local out = {}
   for _, c in ipairs(ctx.history) do
     if c.defines and c.result then
@@ -103,10 +101,13 @@ local function learnt(ctx)
   return out
 end
 
-local function observations(ctx)
+-- The model's data (from learnt): every evaluated point (log of its median; a failure
+-- counts as twice the slowest verified time, so the model learns where the space does
+-- not work).
+local function observations(ctx, known)
   local X, y, fails = {}, {}, {}
   local worst = -math.huge
-  for _, c in ipairs(learnt(ctx)) do
+  for _, c in ipairs(known) do
     if c.proposer == "tune" then
       if c.t then
         X[#X + 1], y[#y + 1] = ctx.encode(c.defines), math.log(c.t)
@@ -124,10 +125,12 @@ local function propose_model(ctx, n, guess)
   local d = #ctx.space.names
   -- random points first: twice the parameters, at least 6, at most a quarter of the budget
   local init = ctx.opts.init > 0 and ctx.opts.init or math.max(6, math.min(2 * d, math.floor(ctx.opts.budget / 4)))
-  local X, y = observations(ctx)
+  local choosing = ctx.choosing -- (a choice deferred while a batch runs: choose_deferred)
+  local known = learnt(ctx)
+  local X, y = observations(ctx, known)
   local out = {}
-  -- (the batch proposed one step ahead counts as drawn: ctx.in_flight, its points)
-  local drawn = #y + (ctx.in_flight or 0)
+  -- (the batch proposed one step ahead counts as drawn)
+  local drawn = #y + (choosing and #choosing.in_flight or 0)
   if drawn < init then
     for _ = 1, 200 * n do
       if #out >= math.min(n, init - drawn) then break end
@@ -148,7 +151,7 @@ local function propose_model(ctx, n, guess)
   else
     for _ = 1, POOL do add(ctx.valid and ctx.rng:pick(ctx.valid) or tune.random(ctx.space, ctx.rng)) end
     local ranked = {}
-    for _, c in ipairs(learnt(ctx)) do
+    for _, c in ipairs(known) do
       if c.t then ranked[#ranked + 1] = c end
     end
     table.sort(ranked, function(a, b) return a.t < b.t end)
@@ -166,9 +169,9 @@ local function propose_model(ctx, n, guess)
   -- at a fixed size, so the same seed gives the same run on any machine
   local favoured = not guess and ctx.guess_keys or nil
   local pending
-  if ctx.in_flight_points then
+  if choosing then
     pending = {}
-    for k, c in ipairs(ctx.in_flight_points) do pending[k] = ctx.encode(c.defines) end
+    for k, c in ipairs(choosing.in_flight) do pending[k] = ctx.encode(c.defines) end
   end
   local chosen, ei = surrogate.pick(X, y, xs, n, ctx.rng, { offset = ctx.picks or 0, refit_below = guess and 0 or nil,
     favour = favoured and function(i) return favoured[tune.key(pool[i])] == true end, pending = pending })
@@ -180,8 +183,10 @@ local function propose_model(ctx, n, guess)
     if not ctx.opts.quiet then print("tune: " .. ctx.stopped) end
     return {}
   end
+  local parent = ctx.best
+  if choosing then parent = choosing.best or nil end
   for _, i in ipairs(chosen) do
-    if fresh(ctx, pool[i]) then out[#out + 1] = tune.candidate(ctx.task, pool[i], ctx.horizon and ctx.horizon_best or ctx.best) end
+    if fresh(ctx, pool[i]) then out[#out + 1] = tune.candidate(ctx.task, pool[i], parent) end
   end
   return out
 end
@@ -189,19 +194,24 @@ end
 -- The model's next points on what it knows now (one fit), with no side effects on the
 -- run's generator, seen set or counters: the guess compiled ahead and favoured by the
 -- next real picks.
-local GUESS = 16
-local function model_guess(ctx, n)
+-- fn(...) run on copies of the search's state (its generator, seen set, counters and
+-- stop), which are then put back as they were: what a proposal would be, with no side
+-- effects. Returns fn's result.
+local function on_copies(ctx, fn, ...)
   local keep = { rng = ctx.rng, seen = ctx.seen, picks = ctx.picks, flat = ctx.flat, stopped = ctx.stopped,
     quiet = ctx.opts.quiet }
   ctx.rng = ctx.rng:clone()
   ctx.seen = setmetatable({}, { __index = keep.seen }) -- fresh() marks the copy only
   ctx.opts.quiet = true
-  local ok, out = pcall(propose_model, ctx, n, true)
+  local ok, out = pcall(fn, ...)
   ctx.rng, ctx.seen, ctx.picks, ctx.flat, ctx.stopped, ctx.opts.quiet =
     keep.rng, keep.seen, keep.picks, keep.flat, keep.stopped, keep.quiet
   if not ok then error(out, 0) end
   return out
 end
+
+local GUESS = 16
+local function model_guess(ctx, n) return on_copies(ctx, propose_model, ctx, n, true) end
 
 -- Choosing one batch ahead starts once this many candidates are evaluated: a small
 -- search needs each result before its next choice more than it needs the GPU busy
@@ -221,14 +231,12 @@ end
 -- while the batch runs or the next propose does. Returns the batch.
 local function choose_deferred(ctx)
   local d = ctx.deferred
-  ctx.deferred = nil
-  ctx.horizon, ctx.horizon_best, ctx.learnt_snapshot = d.horizon, d.best, d.learnt
-  ctx.in_flight, ctx.in_flight_points = #d.in_flight, d.in_flight
+  ctx.deferred, ctx.choosing = nil, d
   local ok, err = pcall(function()
     ctx.next_batch = propose_model(ctx, d.n)
     keep_guess(ctx, #ctx.next_batch > 0 and not ctx.stopped and model_guess(ctx, GUESS) or {})
   end)
-  ctx.horizon, ctx.horizon_best, ctx.learnt_snapshot, ctx.in_flight, ctx.in_flight_points = nil, nil, nil, nil, nil
+  ctx.choosing = nil
   if not ok then error(err, 0) end
   return ctx.next_batch
 end
@@ -255,7 +263,8 @@ local function propose_model_step(ctx, n)
     local out = ctx.next_batch or propose_model(ctx, n)
     ctx.next_batch = nil
     if #out > 0 and not ctx.stopped then
-      ctx.deferred = { horizon = #ctx.history, best = ctx.best, learnt = learnt(ctx), in_flight = out,
+      -- (what the choice reads: the history's length, the best, what was learnt, then)
+      ctx.deferred = { horizon = #ctx.history, best = ctx.best or false, learnt = learnt(ctx), in_flight = out,
         n = ahead_batch(ctx, n) }
     end
     return out
@@ -335,22 +344,16 @@ function S.upcoming(ctx, n)
     end
     return out
   end
-  local keep = { rng = ctx.rng, seen = ctx.seen, quiet = ctx.opts.quiet }
-  ctx.rng = ctx.rng:clone()
-  ctx.seen = setmetatable({}, { __index = keep.seen }) -- fresh() marks the copy only
-  ctx.opts.quiet = true
-  local ok, err = pcall(function()
-    -- random draws as propose makes them
+  -- random draws as propose makes them
+  return on_copies(ctx, function()
     for _ = 1, math.ceil(n / math.max(1, ctx.opts.batch)) do
       local got = S.propose(ctx)
       if #got == 0 then break end
       for _, c in ipairs(got) do if #out < n then out[#out + 1] = c end end
       if #out >= n then break end
     end
+    return out
   end)
-  ctx.rng, ctx.seen, ctx.opts.quiet = keep.rng, keep.seen, keep.quiet
-  if not ok then error(err, 0) end
-  return out
 end
 
 -- Annealing: move to a worse point with probability exp(-(t - t_cur)/(T * t_cur)).
