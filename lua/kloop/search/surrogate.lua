@@ -182,6 +182,14 @@ end
 -- ("believer") so the next one looks elsewhere. opts.favour(i) marks points preferred
 -- where nearly as good (compiled ahead). Returns indices into pool and the best EI.
 M.FAVOUR_EI, M.FAVOUR_MEAN = 0.7, 0.02
+
+-- Whether a point (ei, mean) beats the choice so far (cei, cmean; cmean nil: none yet):
+-- a greedy pick by the lowest predicted time, else by the highest EI, ties to the lower time.
+local function better(greedy, ei, mean, cei, cmean)
+  if greedy then return not cmean or mean < cmean end
+  return ei > cei or (ei == cei and cmean ~= nil and mean < cmean)
+end
+
 function M.pick(X, y, xs, k, rng, opts)
   opts = opts or {}
   local X2, y2 = {}, {}
@@ -239,18 +247,8 @@ function M.pick(X, y, xs, k, rng, opts)
           means[i], sds[i] = mean, sd
         end
         local ei = M.expected_improvement(mean, sd, best, opts.xi or 0.001)
-        if greedy then
-          if not bmean or mean < bmean then bi, bei, bmean = i, ei, mean end
-        elseif ei > bei or (ei == bei and bmean and mean < bmean) then
-          bi, bei, bmean = i, ei, mean
-        end
-        if favour and favour(i) then
-          if greedy then
-            if not fmean or mean < fmean then fi, fei, fmean = i, ei, mean end
-          elseif ei > fei or (ei == fei and fmean and mean < fmean) then
-            fi, fei, fmean = i, ei, mean
-          end
-        end
+        if better(greedy, ei, mean, bei, bmean) then bi, bei, bmean = i, ei, mean end
+        if favour and favour(i) and better(greedy, ei, mean, fei, fmean) then fi, fei, fmean = i, ei, mean end
       end
     end
     if not bi then break end
