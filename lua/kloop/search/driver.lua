@@ -312,18 +312,30 @@ end
 -- at once, and never more than the budget still needs.
 function Ctx:compile_ahead(strategy, nbatch)
   if not strategy.upcoming or self.opts.compile_ahead == false then return end
-  local room = self.opts.budget - (#self.history - 1) - nbatch
-  local n = math.min(room, require("kloop.eval.compile").default_parallel)
+  local n = math.min(self:room_after(nbatch), require("kloop.eval.compile").default_parallel)
   if n <= 0 then return end
   local tp = sys.now()
   local list = strategy.upcoming(self, n)
   self:spend("propose", tp)
-  if type(list) ~= "table" or #list == 0 then return end
+  local real = self:foreseen(list, n)
+  if #real > 0 then self.ev:precompile(real) end
+end
+
+-- Candidates the budget still has room for once nbatch more are evaluated.
+function Ctx:room_after(nbatch)
+  return self.opts.budget - (#self.history - 1) - (nbatch or 0)
+end
+
+-- Of what a strategy foresees (upcoming, think), up to n candidates worth compiling:
+-- tables, not skipped, not evaluated already.
+function Ctx:foreseen(list, n)
   local real = {}
+  if type(list) ~= "table" then return real end
   for _, c in ipairs(list) do
-    if type(c) == "table" and not c.skip and #real < n and not self.done_keys[M.key(c)] then real[#real + 1] = c end
+    if #real >= n then break end
+    if type(c) == "table" and not c.skip and not self.done_keys[M.key(c)] then real[#real + 1] = c end
   end
-  self.ev:precompile(real)
+  return real
 end
 
 -- Arms the evaluator's one-shot hook (kloop.eval.worker_client W:request) with the
@@ -343,14 +355,9 @@ function Ctx:arm_think(strategy, nbatch)
       self.think_error = sys.is_interrupt(got) and got or ("think: " .. tostring(got))
       return
     end
-    if type(got) ~= "table" or not self.ev.arch then return end
+    if not self.ev.arch then return end
     -- (no more than the budget has room for after this batch)
-    local room = self.opts.budget - (#self.history - 1) - (nbatch or 0)
-    local list = {}
-    for _, c in ipairs(got) do
-      if #list >= room then break end
-      if type(c) == "table" and not c.skip and not self.done_keys[M.key(c)] then list[#list + 1] = c end
-    end
+    local list = self:foreseen(got, self:room_after(nbatch))
     if #list > 0 then pcall(self.ev.queue_compiles, self.ev, list, true) end
   end
 end
