@@ -422,23 +422,19 @@ function M.run(jobs, opts)
       end
     end
     if opts.urgent then
-      -- needed now: queued guesses it names leave the queue, and all of them start at
-      -- once up to the slots (the guesses keep URGENT_RESERVE of them free), the rest
-      -- first in the queue
+      -- needed now: the queued guesses it names join it; all of them start at once up to
+      -- the slots (the guesses keep URGENT_RESERVE of them free), the rest go first in
+      -- the queue, ahead of the other guesses
       local moved = {}
       for _, b in ipairs(promote) do moved[b] = true urgent[#urgent + 1] = b end
-      local rest = {}
-      for _, q in ipairs(bg.queue) do if not moved[q] then rest[#rest + 1] = q end end
-      local front = {}
+      local queue2 = {}
       for _, job in ipairs(urgent) do
-        if #bg.running < bg.parallel then
-          if start(job) then bg.running[#bg.running + 1] = job else bg_drop(job) end
-        else
-          front[#front + 1] = job
-        end
+        if #bg.running >= bg.parallel then queue2[#queue2 + 1] = job
+        elseif start(job) then bg.running[#bg.running + 1] = job
+        else bg_drop(job) end
       end
-      for _, q in ipairs(rest) do front[#front + 1] = q end
-      bg.queue = front
+      for _, q in ipairs(bg.queue) do if not moved[q] then queue2[#queue2 + 1] = q end end
+      bg.queue = queue2
     end
     M.pump(0)
     return jobs
