@@ -92,7 +92,125 @@ describe("kloop.eval precompile before the worker is up", function()
   end)
 end)
 
+describe("kloop.eval compiles before the worker's hello", function()
+  local compile = require("kloop.eval.compile")
+  after_each(function() compile.cancel_background() end)
+  local GPU = { arch = "sm_90", name = "sim H200", uuid = "GPU-spec-early", sm_count = 132,
+    clock_khz = 1980000, mem_clock_khz = 2619000, mem_bus_width = 6144 }
+
+  -- a scripted worker; `seen` records, at the spawn, the compiles already under way
+  -- (queued, running or done) and, at the setup, the binaries it was given
+  local function scripted(hint, hello_arch)
+    -- a reference no cache holds (a fresh comment in its text)
+    local task = assert(taskmod.load("kernels/gemm.lua"))
+    local nonce = sys.hex64(sys.hash64(assert(sys.random_bytes(8))))
+    task.reference.source = "// spec " .. nonce .. "\n" .. task.reference.source
+    local ev = eval.new(task, { backend = "cuda", measure_peaks = false, gpu_hint = hint })
+    local seen = { at_spawn = {} }
+    ev.spawn = function(self)
+      for k in pairs(compile.background.by_key) do seen.at_spawn[k] = true end
+      local own = assert(compile.prepare(eval.check_source, { arch = hint and hint.arch or "sm_90",
+        name = "kloop_check_regions.cu" }))
+      seen.own_at_spawn = seen.at_spawn[own.key] == true or compile.ready(own)
+      self.proc = true
+      return true
+    end
+    ev.kill = function(self) self.proc, self.ready = nil, false end
+    ev.request = function(_, req)
+      if req.op == "hello" then
+        local g = {}
+        for k, v in pairs(GPU) do g[k] = v end
+        g.arch = hello_arch
+        return { ok = true, gpu = g }
+      elseif req.op == "setup" then
+        seen.ref_cubin = req.ref_cubin
+        seen.check_cubin = req.check_cubin
+        return { ok = true }
+      end
+      error("unexpected request " .. tostring(req.op))
+    end
+    return ev, seen
+  end
+  local function arch_of(job)
+    for _, o in ipairs(job.options) do
+      local a = o:match("^%-%-gpu%-architecture=(.*)")
+      if a then return a end
+    end
+  end
+
+  it("starts the reference's and kloop's own compiles before spawning the worker when the probe named the arch", function()
+    local ev, seen = scripted({ arch = "sm_90" }, "sm_90")
+    assert.is_true((ev:start()))
+    assert.is_true(seen.at_spawn[ev.ref_job.key] == true, "the reference was not compiling when the worker was spawned")
+    assert.is_true(seen.own_at_spawn, "kloop's state-check kernel was not compiling when the worker was spawned")
+    assert.is_true(ev.ref_job.ok, ev.ref_job.log)
+    assert.are.equal(ev.ref_job.cubin_path, seen.ref_cubin)
+  end)
+
+  it("without a hint, compiles after the hello, as before", function()
+    local ev, seen = scripted(nil, "sm_90")
+    assert.is_true((ev:start()))
+    assert.is_nil(seen.at_spawn[ev.ref_job.key])
+    assert.is_true(ev.ref_job.ok, ev.ref_job.log)
+    assert.are.equal(ev.ref_job.cubin_path, seen.ref_cubin)
+  end)
+
+  -- the probe saw one GPU and the worker another (a device option, a remote rank)
+  it("compiles again for the arch the hello names when it is not the hint's", function()
+    local ev, seen = scripted({ arch = "sm_80" }, "sm_90")
+    assert.is_true((ev:start()))
+    assert.are.equal("sm_90", ev.arch)
+    assert.are.equal("sm_90", arch_of(ev.ref_job))
+    assert.is_nil(seen.at_spawn[ev.ref_job.key])
+    assert.are.equal(ev.ref_job.cubin_path, seen.ref_cubin)
+    local own = compile.compile(eval.check_source, { arch = "sm_90", name = "kloop_check_regions.cu" })
+    assert.is_true(own.ok)
+    assert.are.equal(own.cubin_path, seen.check_cubin)
+  end)
+end)
+
 describe("kloop.eval worker requests", function()
+  -- a request waits on the worker (an evaluation of seconds): the background compilers
+  -- must be read meanwhile, a finished one's slot given to the next queued one, or the
+  -- queue stands still for the whole evaluation
+  it("reads the background compilers and starts the queued ones while it waits for the reply", function()
+    local compile = require("kloop.eval.compile")
+    local nonce = sys.hex64(sys.hash64(assert(sys.random_bytes(8))))
+    local jobs = {}
+    for k = 1, 3 do
+      jobs[k] = assert(compile.prepare(string.format('extern "C" __global__ void k%d(float *x) { x[0] = %d; }', k, k),
+        { arch = "sm_90", name = "pump" .. k .. ".cu", defines = { KLOOP_SPEC_NONCE = nonce } }))
+    end
+    compile.run(jobs, { background = true, parallel = 1 })
+    assert.are.equal(1, #compile.background.running)
+    local function all_done()
+      for _, j in ipairs(jobs) do if not j.done then return false end end
+      return true
+    end
+    -- the worker answers once the compiles are done, or after LIMIT seconds
+    local LIMIT, t0 = 20, sys.now()
+    local function answered() return all_done() or sys.now() - t0 > LIMIT end
+    local ev = eval.new(assert(taskmod.load("kernels/gemm.lua")), { backend = "cuda" })
+    ev.proc = {
+      send = function() return true end,
+      ready = function(_, t)
+        local t1 = sys.now() + t
+        while not answered() and sys.now() < t1 do end
+        return answered()
+      end,
+      recv = function()
+        while not answered() do end
+        return '{"ok":true}'
+      end,
+    }
+    assert.is_true(ev:request({ op = "evaluate" }, 60).ok)
+    ev.proc = nil
+    assert.is_true(all_done(), "the queued compiles did not run while the request waited")
+    assert.is_true(sys.now() - t0 < LIMIT)
+    for _, j in ipairs(jobs) do assert.is_true(j.ok, j.log) end
+    compile.cancel_background()
+  end)
+
   -- the driver's think hook (strategy.think) runs while the worker computes: after the
   -- request is sent and before its reply is read, once, never in a start's hello/setup
   it("runs the one-shot hook between sending a request and reading its reply", function()

@@ -32,7 +32,10 @@ end
 function M.need_gpu(cmd, task, opts, advice)
   if task.backend ~= "cuda" then return nil end
   local gpu, gerr = require("kloop.core.gpu").probe(opts.device or 0)
-  if gpu then return nil end
+  if gpu then
+    M.probed = { device = opts.device or 0, gpu = gpu }
+    return nil
+  end
   util.eprintf("kloop %s: no GPU here (%s); %s\n", cmd, gerr, advice)
   return 1
 end
@@ -40,8 +43,10 @@ end
 -- The evaluator for task with the command's options (timing budget default_budget seconds
 -- unless --budget). The caller closes it.
 function M.evaluator(task, opts, default_budget)
+  -- (gpu_hint: need_gpu's probe of the same device, so the first compiles start before the worker's hello)
+  local p = M.probed
   return require("kloop.eval.evaluator").new(task, { deadline = opts.deadline, device = opts.device,
-    timing = { budget = opts.budget or default_budget } })
+    gpu_hint = p and p.device == (opts.device or 0) and p.gpu or nil, timing = { budget = opts.budget or default_budget } })
 end
 
 -- One evaluation of src (nil: the task's kernel) with {defines, name}, timed for 2 s

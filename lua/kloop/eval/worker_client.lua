@@ -360,6 +360,8 @@ extern "C" __global__ void __launch_bounds__(256) kloop_mask(unsigned *dst, cons
 -- the baseline's bench time scaled by the cost model, times a generous factor, plus the
 -- timing budget and a floor. Before the baseline: 120 s.
 M.DEADLINE_FLOOR, M.DEADLINE_FACTOR, M.DEADLINE_FIRST = 5, 4, 120
+-- Seconds between two readings of the background compilers while a request waits.
+M.PUMP_EVERY = 0.005
 
 function W:deadline(op, timing)
   if self.opts.deadline then return self.opts.deadline, "the run's --deadline" end
@@ -451,7 +453,12 @@ function W:request(req, timeout_s)
     if not self.proc then return nil, "crashed", "the worker was stopped" end
     reply, kind, msg = self.proc:recv(math.max(0.001, timeout_s - (sys.now() - t0)))
   else
-    reply, kind, msg = self.proc:recv(timeout_s)
+    -- the background compilers are read while the worker computes (a finished one's
+    -- binary stored, a queued one started in its slot), not only between requests: a
+    -- slot whose compiler is done would otherwise sit idle for the rest of an evaluation
+    local t0 = sys.now()
+    while compile.pump(0) > 0 and not self.proc:ready(M.PUMP_EVERY) and sys.now() - t0 < timeout_s do end
+    reply, kind, msg = self.proc:recv(math.max(0.001, timeout_s - (sys.now() - t0)))
   end
   if not reply then
     self:kill()
@@ -512,6 +519,38 @@ function W:start_worker()
   local parts, tp = {}, sys.now()
   self.start_parts = parts
   local function lap(name) local t = sys.now() parts[name] = (parts[name] or 0) + (t - tp) tp = t end
+  -- kloop's own kernels, the reference and the candidates precompile asked for compile
+  -- in the background from the moment the GPU's arch is known: from the driver's probe
+  -- (opts.gpu_hint) before the worker is spawned, so they overlap its start (CUDA's
+  -- context); else from the worker's hello. (A hello that names another arch than the
+  -- hint has them compiled again for its own.)
+  local own_kernels = self:backend() == "cuda" and {
+    { "flush", M.flush_source, "kloop_l2_flush.cu", "L2 flush" },
+    { "check", M.check_source, "kloop_check_regions.cu", "state-check" },
+    { "compare", M.compare_source, "kloop_compare.cu", "comparison" } } or {}
+  local ref = self.task.reference
+  local ref_src = ref.baseline and self.task.source or ref.source
+  local ref_opts = { name = ref.baseline and util.basename(self.task.kernel) or util.basename(ref.path),
+    entries = { ref.entry or self.task.entry } }
+  local started_for
+  local function start_compiles(arch)
+    if self:backend() ~= "cuda" or not arch or arch == started_for then return end
+    started_for, self.arch = arch, arch
+    local jobs = {}
+    for _, k in ipairs(own_kernels) do jobs[#jobs + 1] = compile.prepare(k[2], { arch = arch, name = k[3] }) end
+    compile.run(jobs, { background = true })
+    if not self.ref_job and not ref.none then
+      -- (the jobs compile_all below waits for; a reference that does not compile is said there)
+      compile.run(self:compile_jobs({ source = ref_src, name = ref_opts.name, entries = ref_opts.entries }),
+        { background = true, urgent = true })
+    end
+    -- and the candidates precompile asked for before the worker was up (the first
+    -- batches the strategy foresees): beside the reference's compile and the setup
+    if self.precompile_at_start and self.opts.compile_background ~= false then
+      self:queue_compiles(self.precompile_at_start)
+    end
+  end
+  start_compiles(self.opts.arch or (self.opts.gpu_hint and self.opts.gpu_hint.arch))
   local ok, err = self:spawn()
   if not ok then return nil, "cannot start a worker: " .. err end
   local hello, kind, msg = self:request({ op = "hello", device = self.opts.device or 0,
@@ -521,29 +560,10 @@ function W:start_worker()
   self.gpu = hello.gpu
   self.arch = self.opts.arch or hello.gpu.arch
   lap("spawn and hello")
-  -- kloop's own kernels compile in the background while the reference compiles (an
-  -- empty cache: four compiles at once, not one after another); compile.compile below
-  -- waits for each
-  local own_kernels = {}
-  if self:backend() == "cuda" then
-    own_kernels = { { "flush", M.flush_source, "kloop_l2_flush.cu", "L2 flush" },
-                    { "check", M.check_source, "kloop_check_regions.cu", "state-check" },
-                    { "compare", M.compare_source, "kloop_compare.cu", "comparison" } }
-    local jobs = {}
-    for _, k in ipairs(own_kernels) do jobs[#jobs + 1] = compile.prepare(k[2], { arch = self.arch, name = k[3] }) end
-    compile.run(jobs, { background = true })
-    -- and the candidates precompile asked for before the worker was up (the first
-    -- batches the strategy foresees): beside the reference's compile and the setup
-    if self.precompile_at_start and self.opts.compile_background ~= false then
-      self:queue_compiles(self.precompile_at_start)
-    end
-  end
-  if not self.ref_job and not self.task.reference.none then
-    local ref = self.task.reference
-    local src = ref.baseline and self.task.source or ref.source
+  start_compiles(self.arch)
+  if not self.ref_job and not ref.none then
     -- (sizes compiled in: the reference gets each case's size defines too, one binary per case)
-    local built = self:compile_all(src, { name = ref.baseline and util.basename(self.task.kernel) or util.basename(ref.path),
-      entries = { ref.entry or self.task.entry } })
+    local built = self:compile_all(ref_src, ref_opts)
     for _, b in ipairs(built) do
       if not b.job.ok then
         self:kill()

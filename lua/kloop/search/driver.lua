@@ -509,7 +509,8 @@ function M.run(strategy, path, args)
   end
   local ctx = setmetatable({ task = task, gpu = gpu_facts, opts = opts, history = {}, verdicts = {}, stages = {},
     t0 = sys.now(), done_keys = {}, rng = rng.new(opts.seed), strategy = strategy, path = path, target = target, given = given }, Ctx)
-  ctx.ev = eval.new(task, { deadline = opts.deadline > 0 and opts.deadline or nil,
+  -- (gpu_hint: the probe's arch, so the worker's first compiles start before its hello)
+  ctx.ev = eval.new(task, { deadline = opts.deadline > 0 and opts.deadline or nil, gpu_hint = gpu_facts,
     on_reevaluate = function(result) ctx:reevaluated(result) end,
     log = function(line) if not opts.quiet then util.eprintf("kloop: %s\n", line) end end })
   local okp, perr = require("kloop.search.workers").build(ctx, eval)
