@@ -211,6 +211,30 @@ describe("kloop.eval worker requests", function()
     compile.cancel_background()
   end)
 
+  -- a Ctrl-C served while the request waits (the Lua loop that reads the compilers) must
+  -- not leave the worker with a reply nobody reads: the next request would take it as its own
+  it("stops the worker when an interrupt ends the wait, so no later request reads a stale reply", function()
+    local compile = require("kloop.eval.compile")
+    local nonce = sys.hex64(sys.hash64(assert(sys.random_bytes(8))))
+    compile.run({ assert(compile.prepare('extern "C" __global__ void k(float *x) { x[0] = 1; }',
+      { arch = "sm_90", name = "stale.cu", defines = { KLOOP_SPEC_NONCE = nonce } })) }, { background = true })
+    local ev = eval.new(assert(taskmod.load("kernels/gemm.lua")), { backend = "cuda" })
+    local killed = false
+    ev.proc = {
+      send = function() return true end,
+      ready = function() error(sys.INTERRUPTED, 0) end,
+      recv = function() return '{"ok":true,"stale":true}' end,
+      kill = function() killed = true end,
+      tail = function() return "" end,
+    }
+    local ok, err = pcall(ev.request, ev, { op = "evaluate" }, 60)
+    assert.is_false(ok)
+    assert.is_true(sys.is_interrupt(err))
+    assert.is_true(killed, "the worker was left running with an unread reply")
+    assert.is_nil(ev.proc)
+    compile.cancel_background()
+  end)
+
   -- the driver's think hook (strategy.think) runs while the worker computes: after the
   -- request is sent and before its reply is read, once, never in a start's hello/setup
   it("runs the one-shot hook between sending a request and reading its reply", function()

@@ -457,7 +457,15 @@ function W:request(req, timeout_s)
     -- binary stored, a queued one started in its slot), not only between requests: a
     -- slot whose compiler is done would otherwise sit idle for the rest of an evaluation
     local t0 = sys.now()
-    while compile.pump(0) > 0 and not self.proc:ready(M.PUMP_EVERY) and sys.now() - t0 < timeout_s do end
+    local waited, werr = pcall(function()
+      while compile.pump(0) > 0 and not self.proc:ready(M.PUMP_EVERY) and sys.now() - t0 < timeout_s do end
+    end)
+    if not waited then
+      -- (a Ctrl-C served in this Lua loop, or a failing compiler read, leaves the request
+      -- unanswered: the worker is stopped, so no later request reads this one's reply)
+      self:kill()
+      error(werr, 0)
+    end
     reply, kind, msg = self.proc:recv(math.max(0.001, timeout_s - (sys.now() - t0)))
   end
   if not reply then
