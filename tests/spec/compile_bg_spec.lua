@@ -65,4 +65,23 @@ describe("kloop.eval.compile background jobs", function()
       assert.is_true(got.ok, got.log)
     end
   end)
+
+  -- a failure is not cached: read by a pump (a request waiting on the worker reads them
+  -- all the time), it must still be there for the evaluation that asks for it, not
+  -- compiled a second time (a compile that ran into the deadline would cost it twice)
+  it("keeps a failed background compile for the evaluation that asks for it", function()
+    local nonce = sys.hex64(sys.hash64(assert(sys.random_bytes(8))))
+    local src = 'extern "C" __global__ void k(float *x) { x[0] = not_declared_' .. nonce .. '; }'
+    local opts = { arch = "sm_90", name = "fails.cu", defines = { KLOOP_SPEC_NONCE = nonce } }
+    local job = assert(compile.prepare(src, opts))
+    compile.run({ job }, { background = true })
+    local t0 = sys.now()
+    while not job.done and sys.now() - t0 < 60 do compile.pump(20) end
+    assert.is_true(job.done)
+    assert.is_false(job.ok)
+    local again = compile.compile(src, opts)
+    assert.are.equal(job, again, "the failed source was compiled again")
+    assert.is_true(again.waited_background)
+    assert.matches("not_declared_", again.log)
+  end)
 end)

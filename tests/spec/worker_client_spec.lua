@@ -94,7 +94,11 @@ end)
 
 describe("kloop.eval compiles before the worker's hello", function()
   local compile = require("kloop.eval.compile")
-  after_each(function() compile.cancel_background() end)
+  local run = compile.run
+  after_each(function()
+    compile.run = run
+    compile.cancel_background()
+  end)
   local GPU = { arch = "sm_90", name = "sim H200", uuid = "GPU-spec-early", sm_count = 132,
     clock_khz = 1980000, mem_clock_khz = 2619000, mem_bus_width = 6144 }
 
@@ -106,12 +110,17 @@ describe("kloop.eval compiles before the worker's hello", function()
     local nonce = sys.hex64(sys.hash64(assert(sys.random_bytes(8))))
     task.reference.source = "// spec " .. nonce .. "\n" .. task.reference.source
     local ev = eval.new(task, { backend = "cuda", measure_peaks = false, gpu_hint = hint })
-    local seen = { at_spawn = {} }
+    -- (before: every compile asked for before the spawn, by file name and arch, cached or not)
+    local seen = { at_spawn = {}, before = {} }
+    compile.run = function(jobs, o)
+      for _, j in ipairs(jobs) do
+        if not seen.spawned then seen.before[j.name .. " " .. j.options[1]] = true end
+      end
+      return run(jobs, o)
+    end
     ev.spawn = function(self)
+      seen.spawned = true
       for k in pairs(compile.background.by_key) do seen.at_spawn[k] = true end
-      local own = assert(compile.prepare(eval.check_source, { arch = hint and hint.arch or "sm_90",
-        name = "kloop_check_regions.cu" }))
-      seen.own_at_spawn = seen.at_spawn[own.key] == true or compile.ready(own)
       self.proc = true
       return true
     end
@@ -142,7 +151,8 @@ describe("kloop.eval compiles before the worker's hello", function()
     local ev, seen = scripted({ arch = "sm_90" }, "sm_90")
     assert.is_true((ev:start()))
     assert.is_true(seen.at_spawn[ev.ref_job.key] == true, "the reference was not compiling when the worker was spawned")
-    assert.is_true(seen.own_at_spawn, "kloop's state-check kernel was not compiling when the worker was spawned")
+    assert.is_true(seen.before["kloop_check_regions.cu --gpu-architecture=sm_90"],
+      "kloop's state-check kernel was not asked for before the worker was spawned")
     assert.is_true(ev.ref_job.ok, ev.ref_job.log)
     assert.are.equal(ev.ref_job.cubin_path, seen.ref_cubin)
   end)
@@ -151,6 +161,7 @@ describe("kloop.eval compiles before the worker's hello", function()
     local ev, seen = scripted(nil, "sm_90")
     assert.is_true((ev:start()))
     assert.is_nil(seen.at_spawn[ev.ref_job.key])
+    assert.is_nil(next(seen.before))
     assert.is_true(ev.ref_job.ok, ev.ref_job.log)
     assert.are.equal(ev.ref_job.cubin_path, seen.ref_cubin)
   end)
@@ -159,6 +170,7 @@ describe("kloop.eval compiles before the worker's hello", function()
   it("compiles again for the arch the hello names when it is not the hint's", function()
     local ev, seen = scripted({ arch = "sm_80" }, "sm_90")
     assert.is_true((ev:start()))
+    assert.is_true(seen.before["gemm_ref.cu --gpu-architecture=sm_80"], "nothing was started for the hint")
     assert.are.equal("sm_90", ev.arch)
     assert.are.equal("sm_90", arch_of(ev.ref_job))
     assert.is_nil(seen.at_spawn[ev.ref_job.key])
@@ -166,6 +178,27 @@ describe("kloop.eval compiles before the worker's hello", function()
     local own = compile.compile(eval.check_source, { arch = "sm_90", name = "kloop_check_regions.cu" })
     assert.is_true(own.ok)
     assert.are.equal(own.cubin_path, seen.check_cubin)
+  end)
+
+  it("leaves the evaluator's arch unset when the worker does not start", function()
+    local ev = scripted({ arch = "sm_80" }, "sm_90")
+    ev.spawn = function() return nil, "no such program" end
+    local ok, err = ev:start()
+    assert.is_nil(ok)
+    assert.matches("no such program", err)
+    assert.is_nil(ev.arch)
+  end)
+
+  it("gives the probe's arch to device 0's evaluator only, not to another device's", function()
+    local workers = require("kloop.search.workers")
+    local ctx = { opts = { remote_workers = "", gpus = "1", workers = 1, cascade = "off" }, task = { backend = "cuda" },
+      gpu = { device_count = 2 }, ev = { opts = { gpu_hint = GPU } } }
+    assert.is_true((workers.build(ctx, eval)))
+    assert.are.equal(1, ctx.ev.opts.device)
+    assert.is_nil(ctx.ev.opts.gpu_hint)
+    ctx.opts.gpus, ctx.ev.opts = "0", { gpu_hint = GPU }
+    assert.is_true((workers.build(ctx, eval)))
+    assert.are.equal(GPU, ctx.ev.opts.gpu_hint)
   end)
 end)
 
@@ -181,7 +214,9 @@ describe("kloop.eval worker requests", function()
       jobs[k] = assert(compile.prepare(string.format('extern "C" __global__ void k%d(float *x) { x[0] = %d; }', k, k),
         { arch = "sm_90", name = "pump" .. k .. ".cu", defines = { KLOOP_SPEC_NONCE = nonce } }))
     end
+    local parallel = compile.background.parallel
     compile.run(jobs, { background = true, parallel = 1 })
+    finally(function() compile.background.parallel = parallel end)
     assert.are.equal(1, #compile.background.running)
     local function all_done()
       for _, j in ipairs(jobs) do if not j.done then return false end end

@@ -336,7 +336,14 @@ function M.pump(wait_ms)
   local still = {}
   for i, job in ipairs(bg.running) do
     poll(job, i == 1 and (wait_ms or 0) or 0, bg.deadline)
-    if job.done then bg_drop(job) else still[#still + 1] = job end
+    if job.done then
+      -- a binary is in the cache now; a failure is not cached, so it stays here for the
+      -- evaluation that asks for it (else that one would compile it again, up to the
+      -- deadline again), without its source
+      if job.ok then bg_drop(job) else job.src = nil end
+    else
+      still[#still + 1] = job
+    end
   end
   bg.running = still
   -- (queued jobs, guesses of what comes next, leave URGENT_RESERVE slots free where

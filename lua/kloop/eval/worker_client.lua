@@ -458,7 +458,10 @@ function W:request(req, timeout_s)
     -- slot whose compiler is done would otherwise sit idle for the rest of an evaluation
     local t0 = sys.now()
     local waited, werr = pcall(function()
-      while compile.pump(0) > 0 and not self.proc:ready(M.PUMP_EVERY) and sys.now() - t0 < timeout_s do end
+      if not self.proc.ready then return end
+      while compile.pump(0) > 0 and not self.proc:ready(M.PUMP_EVERY) and sys.now() - t0 < timeout_s do
+        sys.check_interrupt() -- (a compiled trace of this loop would not see the hook)
+      end
     end)
     if not waited then
       -- (a Ctrl-C served in this Lua loop, or a failing compiler read, leaves the request
@@ -543,6 +546,8 @@ function W:start_worker()
   local started_for
   local function start_compiles(arch)
     if self:backend() ~= "cuda" or not arch or arch == started_for then return end
+    -- (self.arch is the worker's once its hello has said it; for these jobs, `arch`)
+    local own_arch = self.arch
     started_for, self.arch = arch, arch
     local jobs = {}
     for _, k in ipairs(own_kernels) do jobs[#jobs + 1] = compile.prepare(k[2], { arch = arch, name = k[3] }) end
@@ -557,8 +562,10 @@ function W:start_worker()
     if self.precompile_at_start and self.opts.compile_background ~= false then
       self:queue_compiles(self.precompile_at_start)
     end
+    self.arch = own_arch
   end
-  start_compiles(self.opts.arch or (self.opts.gpu_hint and self.opts.gpu_hint.arch))
+  -- (a restart: the arch an earlier hello said, before the probe's)
+  start_compiles(self.opts.arch or (self.gpu and self.gpu.arch) or (self.opts.gpu_hint and self.opts.gpu_hint.arch))
   local ok, err = self:spawn()
   if not ok then return nil, "cannot start a worker: " .. err end
   local hello, kind, msg = self:request({ op = "hello", device = self.opts.device or 0,
@@ -566,9 +573,9 @@ function W:start_worker()
   if not hello then return nil, "worker did not start (" .. kind .. "): " .. msg .. "\n" .. self:output_tail() end
   if not hello.ok then self:kill() return nil, hello.error end
   self.gpu = hello.gpu
-  self.arch = self.opts.arch or hello.gpu.arch
   lap("spawn and hello")
-  start_compiles(self.arch)
+  start_compiles(self.opts.arch or hello.gpu.arch)
+  self.arch = self.opts.arch or hello.gpu.arch
   if not self.ref_job and not ref.none then
     -- (sizes compiled in: the reference gets each case's size defines too, one binary per case)
     local built = self:compile_all(ref_src, ref_opts)

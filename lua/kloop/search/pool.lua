@@ -6,6 +6,7 @@
 -- cooperative mode), and the results come back by the batch's index, so the store and
 -- the strategy see the same sequence whichever worker finished first.
 local proc = require("kloop.core.proc")
+local compile = require("kloop.eval.compile")
 local sys = require("kloop.core.sys")
 
 local M = {}
@@ -137,7 +138,8 @@ function Pool:run(list, run, hooks)
       end
     end
     if #procs > 0 then
-      local k = proc.wait_any(procs, 0.25)
+      -- (the background compilers are read meanwhile, as one worker's request does)
+      local k = proc.wait_any(procs, compile.pump(0) > 0 and 0.005 or 0.25)
       if k then step(slots[k]) end
       -- and every worker not woken for a while, so each checks its own deadline even
       -- while the others keep replying

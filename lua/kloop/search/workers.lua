@@ -57,8 +57,12 @@ function M.build(ctx, eval)
       .. "other's kernels); use --gpus all or --gpus 0,1,...", opts.workers)
   end
   local count = devices and #devices or opts.workers
+  -- the driver's probe (device 0) names the arch of device 0 alone: another device or a
+  -- remote rank compiles for its own hello's
+  local function hint_for(o) if (o.device or 0) ~= 0 or o.worker_argv then o.gpu_hint = nil end end
   if count + #remote <= 1 then
     if devices then ctx.ev.opts.device = devices[1] end
+    hint_for(ctx.ev.opts)
     return true
   end
   if opts.cascade == "on" then
@@ -80,6 +84,7 @@ function M.build(ctx, eval)
     evs[#evs + 1] = eval.new(task, with({ device = 0, worker_argv = { sys.exe_path() or "kloop", "--worker-remote", sock,
       task.backend } }))
   end
+  for _, e in ipairs(evs) do hint_for(e.opts) end
   ctx.pool = pool.new(evs)
   return true
 end
