@@ -426,6 +426,15 @@ function W:output_tail()
   return self.proc:tail()
 end
 
+-- Until the worker's reply is ready (or timeout_s after t0), reads the background
+-- compilers every M.PUMP_EVERY seconds; returns at once when none is running or queued.
+local function wait_pumping(p, t0, timeout_s)
+  if not p.ready then return end
+  while compile.pump(0) > 0 and not p:ready(M.PUMP_EVERY) and sys.now() - t0 < timeout_s do
+    sys.check_interrupt() -- (a compiled trace of this loop would not see the hook)
+  end
+end
+
 -- One request/reply with a deadline. Returns reply, or nil, kind ("timeout"|"crashed"|"error"), msg.
 function W:request(req, timeout_s)
   if self.in_hook then error("a request to the worker from inside a think hook (the worker is busy with another)", 2) end
@@ -457,12 +466,7 @@ function W:request(req, timeout_s)
     -- binary stored, a queued one started in its slot), not only between requests: a
     -- slot whose compiler is done would otherwise sit idle for the rest of an evaluation
     local t0 = sys.now()
-    local waited, werr = pcall(function()
-      if not self.proc.ready then return end
-      while compile.pump(0) > 0 and not self.proc:ready(M.PUMP_EVERY) and sys.now() - t0 < timeout_s do
-        sys.check_interrupt() -- (a compiled trace of this loop would not see the hook)
-      end
-    end)
+    local waited, werr = pcall(wait_pumping, self.proc, t0, timeout_s)
     if not waited then
       -- (a Ctrl-C served in this Lua loop, or a failing compiler read, leaves the request
       -- unanswered: the worker is stopped, so no later request reads this one's reply)
