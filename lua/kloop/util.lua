@@ -18,11 +18,17 @@ function M.read_file(path)
   return s
 end
 
+-- Writes data to path: true, or nil, msg (a write or the close that flushes it
+-- failed, a full disk: the partial file is removed).
 function M.write_file(path, data)
   local f, err = io.open(path, "wb")
   if not f then return nil, err end
-  f:write(data)
-  f:close()
+  local okw, werr = f:write(data)
+  local okc, cerr = f:close()
+  if not okw or not okc then
+    os.remove(path)
+    return nil, tostring(werr or cerr)
+  end
   return true
 end
 

@@ -80,3 +80,11 @@ the comment, its line and the column:
   $ printf '// kloop: launch grid = {foo}, block = {1}\nextern "C" __global__ void gemm(int M, int N, int K, const float *A, const float *B, float *C) {}\n' > $CRAMTMP/foo.cu
   $ kloop compile kernels/gemm.cu --candidate $CRAMTMP/foo.cu | tail -1
     every size: refused: launch comment 1 (line 1): unknown name 'foo' at column 26 (names: K, M, N)
+
+A compile cache folder that cannot be made is kloop's failure, said with the fix (exit
+1), not a verdict on the kernel (a full disk: cache_full.t):
+
+  $ touch $CRAMTMP/file
+  $ KLOOP_CACHE=$CRAMTMP/file/cache kloop compile kernels/saxpy.lua
+  kloop compile: kloop's compile cache */file/cache/cubin cannot keep the binary (Not a directory): free space there, or set KLOOP_CACHE to a writable folder (glob)
+  [1]

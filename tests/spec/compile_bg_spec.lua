@@ -48,6 +48,42 @@ describe("kloop.eval.compile background jobs", function()
     for k, j in ipairs(more) do assert.are.equal(j.key, bg.queue[k].key) end
   end)
 
+  -- an urgent job queued past the slots starts in the first slot that frees, the
+  -- guesses' reserve included: it waits for one compile to end, not for the running
+  -- guesses to fall below their cap
+  it("starts a queued urgent job in the first free slot", function()
+    local bg = compile.background
+    compile.run(jobs("r", 16), { background = true, parallel = 8 })
+    local cap = 8 - compile.URGENT_RESERVE
+    local batch = jobs("now", compile.URGENT_RESERVE + 2)
+    compile.run(batch, { background = true, parallel = 8, urgent = true })
+    assert.are.equal(8, #bg.running)
+    local queued = { batch[#batch - 1], batch[#batch] }
+    for k, j in ipairs(queued) do assert.are.equal(j, bg.queue[k]) end
+    -- one compile ends (here: one guess stopped and dropped, at once, before the others
+    -- can end): the next pump starts the first queued urgent job, with 7 still running
+    local gone = table.remove(bg.running, #bg.running)
+    require("kloop.core.nvrtc").kill(gone.cjob)
+    compile.pump(0)
+    assert.is_truthy(queued[1].cjob, string.format("not started with %d running (the guesses' cap is %d)", #bg.running, cap))
+  end)
+
+  -- the time line says what a wait was for (kloop.search.progress)
+  it("says what an evaluation waited for: a guess queued, one compiling, or none foreseen", function()
+    local guesses, nonce = jobs("w", 3)
+    compile.run(guesses, { background = true, parallel = 1 })
+    local function get(j)
+      return compile.compile(j.src, { arch = "sm_90", name = j.name, defines = { KLOOP_SPEC_NONCE = nonce } })
+    end
+    assert.are.equal("compiling", get(guesses[1]).wait_state)
+    assert.are.equal("queued", get(guesses[3]).wait_state)
+    local fresh = jobs("f", 1)[1]
+    local got = compile.compile(fresh.src, { arch = "sm_90", name = fresh.name,
+      defines = { KLOOP_SPEC_NONCE = fresh.options[#fresh.options]:match("=(.*)$") } })
+    assert.is_true(got.ok, got.log)
+    assert.are.equal("not foreseen", got.wait_state)
+  end)
+
   it("puts an urgent batch ahead of queued guesses when every slot is taken", function()
     local bg = compile.background
     local guesses = jobs("guess", 4)

@@ -113,6 +113,92 @@ describe("kloop.eval.library", function()
       assert.is_nil(library.cache_file({ uuid = "" }, task))
     end)
 
+    -- A stand-in child that speaks M.child's protocol: ready on fd 4, then (after the
+    -- go on fd 3) a mark file and a reply. `mode` "die" exits before ready, "stall"
+    -- never answers after ready.
+    local sys = require("kloop.core.sys")
+    local function fake(mark, mode)
+      local chunk = string.format([[
+        local proc = require("kloop.core.proc")
+        if %q == "die" then os.exit(3) end
+        proc.chan_send(4, '{"ready":true}')
+        if not proc.chan_recv(3) then os.exit(4) end
+        local f = io.open(%q, "w") f:write("go") f:close()
+        if %q == "stall" then while true do end end
+        proc.chan_send(4, '{"ok":true,"median_ms":1.5,"ci":[1.4,1.6],"n":30,"math_mode":"default"}')
+      ]], mode or "", mark, mode or "")
+      return { sys.exe_path(), "-q", "-e", chunk }
+    end
+    local function alive(pid) return os.execute("kill -0 " .. pid .. " 2>/dev/null") == 0 end
+
+    it("starts the timing child early, and lets it time only at at_start (the worker idle)", function()
+      local mark = os.tmpname()
+      os.remove(mark)
+      local rec = {}
+      local c = ctx(task, rec)
+      library.early(c, { argv = fake(mark) })
+      assert.is_table(c.library_child, "no child begun")
+      -- the child is up and ready, and waits: no go, no timing yet
+      assert.is_true(c.library_child.proc:ready(20))
+      os.execute("sleep 0.2")
+      assert.is_nil(io.open(mark, "r"), "the child timed before at_start")
+      local r = library.at_start(c, { timeout_s = 20 })
+      assert.is_table(r)
+      assert.are.equal(1.5, r.library_ms)
+      assert.are.same({ 1.4, 1.6 }, r.library_ci)
+      assert.are.equal("64x32x16", r.library_size)
+      assert.is_truthy(io.open(mark, "r"), "the child was never told to time")
+      os.remove(mark)
+      assert.is_nil(c.library_child)
+      assert.are.equal(1, #rec)
+    end)
+
+    it("says a child that died, or that stalls after its go, and the search goes on", function()
+      local mark = os.tmpname()
+      os.remove(mark)
+      for _, mode in ipairs({ "die", "stall" }) do
+        local rec = {}
+        local c = ctx(task, rec)
+        library.early(c, { argv = fake(mark, mode) })
+        local pid = c.library_child.proc.pid
+        local t0 = sys.now()
+        local r, msg = library.at_start(c, { timeout_s = 1 })
+        assert.is_nil(r, mode)
+        assert.truthy(msg:find("the timing child", 1, true), msg)
+        assert.is_true(sys.now() - t0 < 2.5, mode .. ": not bounded by the timeout")
+        assert.are.equal(0, #rec)
+        assert.is_false(alive(pid), mode .. ": the child outlived at_start")
+      end
+      os.remove(mark)
+    end)
+
+    it("stops a begun child when the run ends before at_start, and begins none with a kept measurement", function()
+      local mark = os.tmpname()
+      os.remove(mark)
+      local c = ctx(task, {})
+      library.early(c, { argv = fake(mark) })
+      local pid = c.library_child.proc.pid
+      assert.is_true(alive(pid))
+      library.abandon(c.library_child)
+      assert.is_false(alive(pid))
+      assert.is_nil(io.open(mark, "r"))
+      -- a resumed run, and a GPU with the reference kept, start no child
+      local resumed = ctx(task, {})
+      resumed.store.resumed = true
+      library.early(resumed, { argv = fake(mark) })
+      assert.is_nil(resumed.library_child)
+      local g = { uuid = "GPU-spec-early-" .. sys.getpid(), driver_version = 13000 }
+      local dir, file = library.cache_file(g, task)
+      local util = require("kloop.util")
+      util.mkdir_p(dir)
+      assert(util.write_file(file, require("cjson").encode({ library = "cuBLAS sgemm", library_ms = 1.25 })))
+      local warm = ctx(task, {})
+      warm.gpu = g
+      library.early(warm, { argv = fake(mark) })
+      os.remove(file)
+      assert.is_nil(warm.library_child)
+    end)
+
     it("measures in a child (here: no GPU or no cuBLAS, a clean miss; on a GPU, a time that is stored)", function()
       local rec = {}
       local r, msg = library.at_start(ctx(task, rec), { timeout_s = 60 })

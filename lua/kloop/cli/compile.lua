@@ -132,6 +132,10 @@ function M.main(argv)
     job.verdict = job.ok and "ok" or (job.rejected and "rejected" or "compile_error")
     jobs[i] = job
   end
+  for _, job in ipairs(jobs) do
+    -- (built, but kept nowhere: kloop's failure, not the kernel's)
+    if job.cache_error then util.eprintf("kloop compile: %s\n", job.cache_error) return 1 end
+  end
   local verdict = "ok"
   for _, job in ipairs(jobs) do if verdict == "ok" then verdict = job.verdict end end
   local job = jobs[#jobs]

@@ -142,7 +142,7 @@ local function run_chunk(chunk, args)
   return M.protect(chunk, unpack(args or {}))
 end
 
-function M.main(argv)
+local function main(argv)
   local i = 1
   local chunks, interactive, script, quiet = {}, false, nil, false
   local rest = {}
@@ -255,6 +255,19 @@ function M.main(argv)
     if not run_chunk(fn) then return 1 end
   end
   return 0
+end
+
+-- The command line's exit code. KLOOP_LUAPROF=FILE (benches): the driver's CPU time by
+-- function, sampled, written to FILE at the end (kloop.cli.luaprof; not in a worker).
+function M.main(argv)
+  local path = os.getenv("KLOOP_LUAPROF")
+  if not path or path == "" or argv[1] == "--worker" or argv[1] == "--worker-remote" then return main(argv) end
+  local luaprof = require("kloop.cli.luaprof")
+  local p = luaprof.start(path)
+  local ok, rc = pcall(main, argv)
+  luaprof.stop(p)
+  if not ok then error(rc, 0) end
+  return rc
 end
 
 -- Subcommands: name -> module with main(args) returning an exit code.

@@ -33,28 +33,41 @@ local function random_floats(n, seed)
 end
 
 -- Opens CUDA on device, cuBLAS on its context, and A[m,k], B[k,n], C[m,n] on the
--- device with random data: a Gemm, or nil, msg.
-function M.gemm(m, n, k, device)
+-- device with random data: a Gemm, or nil, msg. opts.defer_upload: the inputs are drawn
+-- on the host only, and nothing is allocated or copied on the device until
+-- Gemm:upload().
+function M.gemm(m, n, k, device, opts)
   local ok, msg = check(C.kl_cuda_init(device or 0, err)) -- kl_cuda_init loads the driver
   if not ok then return nil, msg end
-  local self = setmetatable({ m = m, n = n, k = k, ptrs = {} }, Gemm)
+  local self = setmetatable({ m = m, n = n, k = k, ptrs = {}, host = {} }, Gemm)
   local h, ver, mode = ffi.new("void*[1]"), ffi.new("int[1]"), ffi.new("int[1]")
   ok, msg = check(C.kl_blas_create(h, ver, mode, err))
   if not ok then return nil, msg end
   self.handle, self.version, self.math_mode = h[0], ver[0], mode[0]
   self.path = ffi.string(C.kl_blas_path())
-  for i, count in ipairs({ m * k, k * n, m * n }) do
+  for i = 1, 2 do
+    self.host[i] = random_floats(i == 1 and m * k or k * n, 17 + i)
+    if not self.host[i] then self:close() return nil, "out of host memory for the gemm's inputs" end
+  end
+  if opts and opts.defer_upload then return self end
+  return self:upload()
+end
+
+-- The device side of M.gemm: the three buffers allocated, the inputs copied, two events:
+-- the Gemm, or nil, msg (closed).
+function Gemm:upload()
+  local ok, msg
+  for i, count in ipairs({ self.m * self.k, self.k * self.n, self.m * self.n }) do
     local p = ffi.new("uint64_t[1]")
     ok, msg = check(C.kl_cuda_alloc(count * 4, p, err))
     if not ok then self:close() return nil, msg end
     self.ptrs[i] = p[0]
     if i < 3 then
-      local data = random_floats(count, 17 + i)
-      if not data then self:close() return nil, "out of host memory for the gemm's inputs" end
-      ok, msg = check(C.kl_cuda_h2d(p[0], data, count * 4, err))
+      ok, msg = check(C.kl_cuda_h2d(p[0], self.host[i], count * 4, err))
       if not ok then self:close() return nil, msg end
     end
   end
+  self.host = {}
   self.ev = { ffi.new("void*[1]"), ffi.new("void*[1]") }
   ok, msg = check(C.kl_cuda_event_create(self.ev[1], err))
   if ok then ok, msg = check(C.kl_cuda_event_create(self.ev[2], err)) end

@@ -269,18 +269,29 @@ local function try_cache(job)
   return false
 end
 
+-- Keeps a build in the cache (the worker loads the binary from there): true, or nil,
+-- msg when the cache cannot keep it (a full disk, a folder that cannot be written).
 local function store(job, log, cubin, lowered)
   local dir, cpath, lpath, npath = cache_paths(job.key)
   util.mkdir_p(dir)
-  if #(job.name_exprs or {}) > 0 then
-    local tmp = npath .. ".tmp" .. sys.getpid()
-    if util.write_file(tmp, lowered or "") then os.rename(tmp, npath) end
+  -- Write then rename, so a reader never sees half a file.
+  local function put(path, data)
+    local tmp = path .. ".tmp" .. sys.getpid()
+    local ok, err = util.write_file(tmp, data)
+    if ok then ok, err = os.rename(tmp, path) end
+    if not ok then os.remove(tmp) end
+    return ok, err
   end
-  -- Write then rename, so a reader never sees half a cubin.
-  local tmp = cpath .. ".tmp" .. sys.getpid()
-  if util.write_file(tmp, cubin) then os.rename(tmp, cpath) end
-  tmp = lpath .. ".tmp" .. sys.getpid()
-  if util.write_file(tmp, log) then os.rename(tmp, lpath) end
+  local ok, err = true, nil
+  if #(job.name_exprs or {}) > 0 then ok, err = put(npath, lowered or "") end
+  if ok then ok, err = put(cpath, cubin) end
+  if ok then ok, err = put(lpath, log) end
+  if not ok then
+    -- (io's "PATH: why": the why)
+    return nil, string.format("kloop's compile cache %s cannot keep the binary (%s): free space there, or set "
+      .. "KLOOP_CACHE to a writable folder", dir, (tostring(err):gsub("^.*: ", "")))
+  end
+  return true
 end
 
 local function start(job)
@@ -312,7 +323,15 @@ local function poll(job, wait_ms, deadline)
     return
   end
   if job.entries then set_lowered(job, res.lowered) end
-  if res.ok and res.cubin then store(job, res.log, res.cubin, res.lowered) end
+  if res.ok and res.cubin then
+    local kept, kerr = store(job, res.log, res.cubin, res.lowered)
+    if not kept then
+      -- built, but no binary to load: kloop's failure, not the candidate's
+      finish(job, false, kerr, nil, res.seconds, false)
+      job.cache_error = kerr
+      return
+    end
+  end
   finish(job, res.ok and res.cubin ~= nil, res.log, res.cubin, res.seconds, false)
 end
 
@@ -349,8 +368,9 @@ function M.pump(wait_ms)
   -- (queued jobs, guesses of what comes next, leave URGENT_RESERVE slots free where
   -- there are enough: a batch about to run then compiles on idle cores, not beside 16
   -- guesses at a fraction of the speed)
+  -- (an urgent job, first in the queue, takes any free slot, the reserve included)
   local cap = bg.parallel >= 2 * M.URGENT_RESERVE and bg.parallel - M.URGENT_RESERVE or bg.parallel
-  while #bg.running < cap and #bg.queue > 0 do
+  while #bg.queue > 0 and #bg.running < (bg.queue[1].urgent and bg.parallel or cap) do
     local job = table.remove(bg.queue, 1)
     if start(job) then bg.running[#bg.running + 1] = job else bg_drop(job) end
   end
@@ -361,6 +381,8 @@ end
 local function bg_wait(key)
   local job = bg.by_key[key]
   if not job then return nil end
+  -- (what an evaluation that waits found: a guess still queued or still compiling)
+  job.wait_state = job.done and "done" or (job.cjob and "compiling" or "queued")
   for i, q in ipairs(bg.queue) do
     if q == job then
       table.remove(bg.queue, i)
@@ -436,6 +458,7 @@ function M.run(jobs, opts)
       for _, b in ipairs(promote) do moved[b] = true urgent[#urgent + 1] = b end
       local queue2 = {}
       for _, job in ipairs(urgent) do
+        job.urgent = true
         if #bg.running >= bg.parallel then queue2[#queue2 + 1] = job
         elseif start(job) then bg.running[#bg.running + 1] = job
         else bg_drop(job) end
@@ -474,6 +497,7 @@ function M.compile(src, opts)
     return pending
   end
   M.run({ job }, opts)
+  job.wait_state = job.cached and "done" or "not foreseen"
   return job
 end
 

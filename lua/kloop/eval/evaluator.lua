@@ -271,11 +271,22 @@ function Evaluator:prepare(src, opts)
   self:spend("compile", tc)
   -- (a binary compiled ahead, by precompile or upcoming, is found at once)
   self.waited_compiles = (self.waited_compiles or 0) + (sys.now() - tc > 0.005 and 1 or 0)
+  if sys.now() - tc > 0.005 then
+    -- what was waited for (kloop.eval.compile's wait_state): a binary foreseen but still
+    -- queued or compiling, or one no guess named
+    local state = built[#built].job.wait_state or "compiling"
+    self.waited_by = self.waited_by or {}
+    self.waited_by[state] = (self.waited_by[state] or 0) + 1
+  end
   self.prepared = (self.prepared or 0) + 1
   for _, b in ipairs(built) do
     local job = b.job
     local at = b.case and (" at " .. self:case_text(b.case)) or ""
     if job.rejected then return nil, { verdict = "rejected", reason = job.log .. at }, job end
+    if job.cache_error then
+      -- (the driver stops the run on this one: every candidate would fail the same way)
+      return nil, { verdict = "launch_error", infrastructure = true, cache_error = true, reason = job.cache_error }, job
+    end
     if not job.ok then
       return nil, { verdict = "compile_error", reason = (job.timeout and "compile deadline exceeded" or "does not compile") .. at,
         log = compile.filter_log(job.log), evidence = b.case and { case = b.case.label } or nil }, job
@@ -419,12 +430,16 @@ end
 -- screened median is a real bench time too: it may only lengthen them).
 function Evaluator:judge(stage, src, opts)
   local t0 = sys.now()
+  local before = (self.spent.compile or 0) + (self.spent.worker or 0) + (self.spent.start or 0)
   local extra
   if stage == "screened" then extra = { screen_case = self:screen_case().label }
   elseif opts.verify_only then extra = { verify_only = true } end
   local result = self:derive(self:submit(stage == "screened" and "screen" or "evaluate", src, opts, extra), opts.defines)
   result.stage = stage
   result.wall_seconds = sys.now() - t0
+  -- (the evaluator's own host work around the request: plans, binaries read, results)
+  self.spent.host = (self.spent.host or 0) + result.wall_seconds
+    - ((self.spent.compile or 0) + (self.spent.worker or 0) + (self.spent.start or 0) - before)
   if result.verdict == "ok" and result.time_ms and (not self.work_ref or result.time_ms > self.work_ref.ms) then
     self.work_ref = { ms = result.time_ms }
   end
@@ -468,8 +483,9 @@ end
 -- and what `extra` adds) and returns the annotated result: a verdict for any failure on
 -- the way, infrastructure = true where kloop itself could not run it.
 function Evaluator:submit(op, src, opts, extra)
+  self.cache_error = nil
   local ok, err = self:start()
-  if not ok then return { verdict = "launch_error", reason = err, infrastructure = true } end
+  if not ok then return { verdict = "launch_error", reason = err, infrastructure = true, cache_error = self.cache_error and true } end
   local req, result, job = self:prepare(src, opts)
   if req then
     req.op = op

@@ -57,12 +57,22 @@ function M.argv(exe, lib, task)
   return { exe, "-q", "-e", chunk }, dims
 end
 
--- In the child: opens CUDA and cuBLAS, times the call, and sends one JSON reply on fd
--- 4 ({ok, median_ms, ci = {lo, hi}, n, math_mode, version, path} or {error}).
+-- In the child: opens CUDA and cuBLAS and draws the inputs on the host, says so on fd 4
+-- ({ready = true}), waits for the parent's go on fd 3, then copies the inputs to the
+-- device, times the call, and sends one JSON reply on fd 4 ({ok, median_ms, ci = {lo,
+-- hi}, n, math_mode, version, path} or {error}). Nothing reaches the GPU's engines (a
+-- copy or a kernel) before the go: the parent gives it when its worker is idle, so the
+-- start overlaps the worker's and no timed repetition shares the GPU. A parent gone (fd
+-- 3 closed) ends the child.
 function M.child(call, m, n, k, warmup, reps)
   local proc, stats = require("kloop.core.proc"), require("kloop.eval.stats")
   local reply
-  local g, msg = require("kloop.core.blas").gemm(m, n, k, 0)
+  local g, msg = require("kloop.core.blas").gemm(m, n, k, 0, { defer_upload = true })
+  if g then
+    proc.chan_send(4, cjson.encode({ ready = true }))
+    if not proc.chan_recv(3) then g:close() return end
+    g, msg = g:upload()
+  end
   if not g then
     reply = { error = msg }
   else
@@ -80,10 +90,10 @@ function M.child(call, m, n, k, warmup, reps)
   proc.chan_send(4, cjson.encode(reply))
 end
 
--- Measures task.library once in a child: a table {library = name, library_ms, library_ci
--- = {lo, hi}, library_math, library_version, library_size}, or nil, msg.
--- opts.exe: the kloop binary (default: this one); opts.timeout_s.
-function M.measure(task, opts)
+-- Starts the timing child for task.library (it opens CUDA and cuBLAS while the caller
+-- goes on): a handle for M.finish, or nil, msg. opts.exe: the kloop binary (default:
+-- this one); opts.argv: another child's command line, speaking M.child's protocol.
+function M.begin(task, opts)
   opts = opts or {}
   local lib = task.library
   if not lib then return nil, "the task names no library" end
@@ -91,22 +101,55 @@ function M.measure(task, opts)
   local exe = opts.exe or require("kloop.core.sys").exe_path()
   if not exe then return nil, "cannot find kloop's own binary" end
   local argv, dims = M.argv(exe, lib, task)
-  local p, serr = require("kloop.core.proc").spawn(argv)
+  local p, serr = require("kloop.core.proc").spawn(opts.argv or argv) -- (opts.argv: a spec's stand-in)
   if not p then return nil, serr end
-  local text, why, rmsg = p:recv(opts.timeout_s or M.TIMEOUT_S)
-  local tail = p:tail()
-  p:close(2000)
+  return { proc = p, lib = lib, dims = dims }
+end
+
+-- The child's reply as a table, or nil, msg (its last output line said).
+local function reply_of(h, timeout_s)
+  local text, why, rmsg = h.proc:recv(timeout_s)
   if not text then
-    local last = tail:match("([^\n]+)\n?$")
+    local last = h.proc:tail():match("([^\n]+)\n?$")
+    h.proc:kill()
     return nil, string.format("the timing child gave no reply (%s%s)", why,
       last and (": " .. last) or (rmsg and rmsg ~= "" and ": " .. rmsg or ""))
   end
   local ok, r = pcall(cjson.decode, text)
-  if not ok or type(r) ~= "table" then return nil, "the timing child's reply is not JSON" end
+  if not ok or type(r) ~= "table" then h.proc:kill() return nil, "the timing child's reply is not JSON" end
+  return r
+end
+
+-- Waits for a begun child to be ready, lets it time (the caller runs nothing on the GPU
+-- meanwhile) and reads its answer: a table {library = name, library_ms, library_ci =
+-- {lo, hi}, library_math, library_version, library_size}, or nil, msg. The child is
+-- gone after. opts.timeout_s: for each of the two replies.
+function M.finish(h, opts)
+  local timeout = (opts and opts.timeout_s) or M.TIMEOUT_S
+  local r, err = reply_of(h, timeout)
+  if r and r.ready then
+    if not h.proc:send("go") then h.proc:kill() return nil, "the timing child is gone" end
+    r, err = reply_of(h, timeout)
+  end
+  h.proc:close(2000)
+  if not r then return nil, err end
   if not r.ok then return nil, tostring(r.error or "the timing child failed") end
   if type(r.median_ms) ~= "number" or not (r.median_ms > 0) then return nil, "the timing child's time is not positive" end
-  return { library = lib.name, library_ms = r.median_ms, library_ci = r.ci, library_math = r.math_mode,
-    library_version = r.version, library_size = table.concat(dims, "x") }
+  return { library = h.lib.name, library_ms = r.median_ms, library_ci = r.ci, library_math = r.math_mode,
+    library_version = r.version, library_size = table.concat(h.dims, "x") }
+end
+
+-- Stops a begun child that will not be finished (a run that ends before it).
+function M.abandon(h)
+  if h and h.proc then h.proc:kill() end
+end
+
+-- Measures task.library once in a child (M.begin, then M.finish): the table, or nil,
+-- msg. opts.exe: the kloop binary (default: this one); opts.timeout_s.
+function M.measure(task, opts)
+  local h, err = M.begin(task, opts)
+  if not h then return nil, err end
+  return M.finish(h, opts)
 end
 
 -- Where a measurement is kept for the next run on the same GPU (beside the measured
@@ -128,24 +171,52 @@ end
 -- the peaks; prints one line and records it in the run (ctx.store, absent with
 -- --no-store). A failure (no cuBLAS, no GPU) prints one line; the search goes on.
 -- opts: measure's. Returns the measured table, or nil, msg.
-function M.at_start(ctx, opts)
-  local sys, util = require("kloop.core.sys"), require("kloop.util")
+-- Why a run does not measure the reference (nil: it does).
+local function skip_reason(ctx)
   local task = ctx.task
-  if not task.library or task.backend ~= "cuda" then return nil, "no library reference for this task" end
-  if ctx.store and ctx.store.resumed then return nil, "a resumed run keeps the reference it recorded" end
-  local dir, file = M.cache_file(ctx.gpu, task, opts and opts.exe)
-  local r, merr
+  if not task.library or task.backend ~= "cuda" then return "no library reference for this task" end
+  if ctx.store and ctx.store.resumed then return "a resumed run keeps the reference it recorded" end
+end
+
+-- The measurement kept for this GPU, or nil; and the cache's folder and file.
+local function kept(ctx, opts)
+  local util = require("kloop.util")
+  local dir, file = M.cache_file(ctx.gpu, ctx.task, opts and opts.exe)
   local text = file and util.read_file(file)
   if text then
     local okj, t = pcall(cjson.decode, text)
     if okj and type(t) == "table" and type(t.library_ms) == "number" and t.library_ms > 0 then
-      r = t
-      r.cached = true
+      t.cached = true
+      return t, dir, file
     end
   end
+  return nil, dir, file
+end
+
+-- The driver's hook at the very start of a search (before the worker's): where at_start
+-- will measure, its timing child begins now (ctx.library_child), so CUDA's and cuBLAS's
+-- start overlap the worker's. A child that cannot start is left to at_start to say.
+function M.early(ctx, opts)
+  if skip_reason(ctx) or kept(ctx, opts) then return end
+  local ok, h = pcall(M.begin, ctx.task, opts)
+  if ok and h then ctx.library_child = h end
+end
+
+function M.at_start(ctx, opts)
+  local sys, util = require("kloop.core.sys"), require("kloop.util")
+  local task = ctx.task
+  local h = ctx.library_child
+  ctx.library_child = nil
+  local why = skip_reason(ctx)
+  if why then M.abandon(h) return nil, why end
+  local r, dir, file = kept(ctx, opts)
+  local merr
+  if r then M.abandon(h) end
   if not r then
     local okm
-    okm, r, merr = pcall(M.measure, task, opts)
+    if h then okm, r, merr = pcall(M.finish, h, opts)
+    else okm, r, merr = pcall(M.measure, task, opts) end
+    if not okm then M.abandon(h) end
     if not okm then
       if sys.is_interrupt(r) then error(r, 0) end
       r, merr = nil, tostring(r)

@@ -96,6 +96,9 @@ function Ctx:evaluate(cand, done)
   if self.store and not done then self.store:propose(self, cand) end
   local t0 = sys.now()
   local r = done or self:run_stages(cand)
+  -- a compile cache that cannot keep binaries fails every candidate the same way: the
+  -- run stops and says so (the candidate stays proposed: --resume evaluates it)
+  if r.cache_error then error(tostring(r.reason), 0) end
   r.stage = r.stage or "full"
   self.stages = self.stages or {}
   self.stages[r.stage] = (self.stages[r.stage] or 0) + 1
@@ -194,7 +197,8 @@ end
 
 -- Where the run's wall time went, besides the evaluators' own account (Evaluator:spend):
 -- propose, strategy (on_result), ab (the crowning A/Bs), store, report (progress lines
--- and --report); kloop.search.progress prints both.
+-- and --report), queue (compiles queued, the ready-first order); kloop.search.progress
+-- prints both.
 function Ctx:spend(what, t0)
   self.spent = self.spent or {}
   self.spent[what] = (self.spent[what] or 0) + (sys.now() - t0)
@@ -318,7 +322,17 @@ function Ctx:compile_ahead(strategy, nbatch)
   local list = strategy.upcoming(self, n)
   self:spend("propose", tp)
   local real = self:foreseen(list, n)
-  if #real > 0 then self.ev:precompile(real) end
+  if #real > 0 then self:queue_precompile(real) end
+end
+
+-- ev:precompile(cands, urgent), its time counted as "queue" (less the worker's start
+-- it may include: the evaluator counts that one).
+function Ctx:queue_precompile(cands, urgent)
+  local ev = self.ev
+  local t0, s0 = sys.now(), ev.spent and ev.spent.start or 0
+  ev:precompile(cands, urgent)
+  self:spend("queue", t0)
+  self.spent.queue = self.spent.queue - ((ev.spent and ev.spent.start or 0) - s0)
 end
 
 -- Candidates the budget still has room for once nbatch more are evaluated.
@@ -569,6 +583,9 @@ function M.run(strategy, path, args)
     -- the baseline: the task's own kernel, so every speedup has a reference
     local base = { source = task.source, proposer = "baseline", label = "baseline",
       store_id = pending_base and pending_base.store_id }
+    -- the library reference's timing child opens CUDA and cuBLAS beside the worker's
+    -- start; it times after the baseline (at_start below), with the worker idle
+    if task.library then pcall(require("kloop.eval.library").early, ctx) end
     -- pipelining starts here: the model works on the first children while the worker
     -- starts, the reference is computed and the baseline is timed
     ok, msg = protected("prefetch", function()
@@ -589,7 +606,13 @@ function M.run(strategy, path, args)
       ctx.baseline.result.verdict, ctx.baseline.result.reason or "")
   end
   -- the library's time for the same work (the report's reference line), measured once
-  if ok and task.library then ok, msg = protected("library", require("kloop.eval.library").at_start, ctx) end
+  if ok and task.library then
+    local tl = sys.now()
+    ok, msg = protected("library", require("kloop.eval.library").at_start, ctx)
+    ctx:spend("library", tl)
+  end
+  -- (a run that ended before the reference was timed: its child goes)
+  if ctx.library_child then require("kloop.eval.library").abandon(ctx.library_child) ctx.library_child = nil end
   -- the loop itself runs protected too: Ctrl-C can land between two hook calls
   local okloop, lerr = xpcall(function()
   for _, cand in ipairs(pending) do
@@ -616,7 +639,7 @@ function M.run(strategy, path, args)
     -- compile the whole batch in parallel while nothing else needs the CPU
     local real = {}
     for _, c in ipairs(cands) do if not c.skip then real[#real + 1] = c end end
-    ok, msg = protected("compile", function() ctx.ev:precompile(real, true) end)
+    ok, msg = protected("compile", function() ctx:queue_precompile(real, true) end)
     if not ok then break end
     ok, msg = protected("upcoming", function() ctx:compile_ahead(strategy, #real) end)
     if not ok then break end
@@ -628,8 +651,10 @@ function M.run(strategy, path, args)
     -- first worker request; what it returns compiles at once
     ctx:arm_think(strategy, #real)
     local prop = ctx.proposer
+    local tq = sys.now()
     local fresh = not ctx.pool and ctx.opts.cascade ~= "on" and ctx:fresh_batch(cands)
     local order = fresh and ctx:ready_order(fresh)
+    ctx:spend("queue", tq)
     if ctx.pool then
       ok, msg = require("kloop.search.workers").evaluate_batch(ctx, cands, strategy, protected)
     elseif order then

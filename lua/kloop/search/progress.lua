@@ -152,16 +152,18 @@ end
 
 -- The run's last lines: how it ended, the verdicts, the stages, the baseline and the best.
 -- Where the run's wall time went: "time: worker start 3.3 s, compiling 2.1 s, worker
--- 30.2 s (A/B 6.1 s of it), propose 0.2 s, ..., other 0.6 s" (the evaluators' account,
+-- 30.2 s (A/B 6.1 s of it), host prep 0.3 s, queueing 0.1 s, propose 0.2 s, ..., other
+-- 0.6 s" (the evaluators' account,
 -- Evaluator:spend, summed over the workers, and the driver's, Ctx:spend). With several
 -- workers their seconds overlap, and no "other" is given. nil when nothing was counted.
 function M.time_text(ctx, wall)
   local ev = { start = 0, compile = 0, worker = 0 }
   local evs = ctx.pool and ctx.pool.evs or { ctx.ev }
-  local waited, prepared = 0, 0
+  local waited, prepared, by = 0, 0, {}
   for _, e in ipairs(evs) do
     for k, v in pairs(e and e.spent or {}) do ev[k] = (ev[k] or 0) + v end
     waited, prepared = waited + (e and e.waited_compiles or 0), prepared + (e and e.prepared or 0)
+    for k, v in pairs(e and e.waited_by or {}) do by[k] = (by[k] or 0) + v end
   end
   local d = ctx.spent or {}
   local parts, sum = {}, 0
@@ -172,10 +174,18 @@ function M.time_text(ctx, wall)
   add("worker start", ev.start)
   add("compiling", ev.compile)
   if ev.compile >= 0.05 and prepared > 0 then
-    parts[#parts] = parts[#parts] .. string.format(" (waited for %d of %d binaries)", waited, prepared)
+    local kinds = {}
+    for _, k in ipairs({ "compiling", "queued", "not foreseen" }) do
+      if (by[k] or 0) > 0 then kinds[#kinds + 1] = string.format("%d %s", by[k], k) end
+    end
+    parts[#parts] = parts[#parts] .. string.format(" (waited for %d of %d binaries%s)", waited, prepared,
+      #kinds > 0 and (": " .. table.concat(kinds, ", ")) or "")
   end
   add("worker", ev.worker)
   if (d.ab or 0) >= 0.05 then parts[#parts] = parts[#parts] .. string.format(" (A/B %.1f s of it)", d.ab) end
+  add("host prep", ev.host)
+  add("queueing", d.queue)
+  add("library", d.library)
   add("propose", d.propose)
   add("strategy", d.strategy)
   add("store", d.store)

@@ -1,0 +1,41 @@
+-- tests/spec/cache_error_spec.lua: a compile cache that cannot keep a binary (a full
+-- disk, a folder that cannot be made) is kloop's failure: the evaluator says so as an
+-- infrastructure result (not compile_error), and the driver stops the run on it, since
+-- every candidate would fail the same way. Real NVRTC, no GPU.
+local compile = require("kloop.eval.compile")
+local eval = require("kloop.eval.evaluator")
+local taskmod = require("kloop.eval.task")
+local driver = require("kloop.search.driver")
+local native = require("kloop.native")
+
+describe("a compile cache that cannot keep binaries", function()
+  local saved = compile.cache_dir
+  after_each(function() compile.cache_dir = saved end)
+
+  it("is an infrastructure result of the evaluator, with the fix, not a compile error", function()
+    local file = os.tmpname() -- a file where the cache's folder would be
+    compile.cache_dir = function() return file .. "/cache" end
+    local task = assert(taskmod.load(native.source_dir .. "/kernels/saxpy.lua"))
+    local ev = eval.new(task, {})
+    ev.arch, ev.ready = "sm_90", true
+    local req, r = ev:prepare(task.source .. "\n// " .. tostring(os.time()) .. "\n", {})
+    os.remove(file)
+    assert.is_nil(req)
+    assert.are.equal("launch_error", r.verdict)
+    assert.is_true(r.infrastructure)
+    assert.is_true(r.cache_error)
+    assert.truthy(r.reason:find("cannot keep the binary (Not a directory)", 1, true), r.reason)
+    assert.truthy(r.reason:find("KLOOP_CACHE", 1, true), r.reason)
+  end)
+
+  it("stops the run in the driver, the candidate not recorded as evaluated", function()
+    local reason = "kloop's compile cache /x cannot keep the binary (No space left on device): free space there"
+    local ev = { evaluate = function() return { verdict = "launch_error", infrastructure = true, cache_error = true,
+      reason = reason } end }
+    local ctx = setmetatable({ ev = ev, opts = { cascade = "off" }, history = {}, verdicts = {}, stages = {} }, driver.Ctx)
+    local ok, err = pcall(ctx.evaluate, ctx, { source = "x", defines = {} })
+    assert.is_false(ok)
+    assert.are.equal(reason, err)
+    assert.are.equal(0, #ctx.history)
+  end)
+end)
