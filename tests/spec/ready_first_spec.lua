@@ -80,14 +80,44 @@ describe("one worker: compiled candidates first, settled in proposal order", fun
     assert.are.equal("d", ctx.best.source)
   end)
 
-  it("keeps the proposal order where nothing would move", function()
+  it("keeps the proposal order where nothing could move", function()
     local ev = fake_ev({ a = 1, b = 1, c = 1 }, {})
     local ctx = ctx_with(ev)
     assert.is_nil(ready_order(ctx, cands("a", "b", "c")), "all compiled")
+    ev = fake_ev({ a = 1, b = 1, c = 1 }, { c = false })
+    assert.is_nil(ready_order(ctx_with(ev), cands("a", "b", "c")), "only the last one compiling")
+    ev = fake_ev({ a = 1 }, { a = false })
+    assert.is_nil(ready_order(ctx_with(ev), cands("a")), "one candidate")
+    -- two or more compiling: whichever finishes first may run first
     ev = fake_ev({ a = 1, b = 1, c = 1 }, { b = false, c = false })
-    assert.is_nil(ready_order(ctx_with(ev), cands("a", "b", "c")), "the compiling ones are last already")
+    assert.are.same({ 1, 2, 3 }, ready_order(ctx_with(ev), cands("a", "b", "c")))
     ev = fake_ev({ a = 1, b = 1 }, { a = false, b = false })
-    assert.is_nil(ready_order(ctx_with(ev), cands("a", "b")), "none compiled")
+    assert.are.same({ 1, 2 }, ready_order(ctx_with(ev), cands("a", "b")))
+  end)
+
+  -- none compiled at the batch's start: the evaluator's first_ready says, at each step,
+  -- which of the rest is ready first (here: the compilers finish c, then a, then b)
+  it("runs whichever candidate's binary is ready first, and still settles in proposal order", function()
+    local times = { a = 2.0, b = 1.0, c = 1.5 }
+    local ev = fake_ev(times, { a = false, b = false, c = false })
+    local finish = { "c", "a", "b" }
+    ev.asked = {}
+    function ev:first_ready(list)
+      local names = {}
+      for j, c in ipairs(list) do names[j] = c.source end
+      self.asked[#self.asked + 1] = table.concat(names, ",")
+      for _, f in ipairs(finish) do
+        for j, c in ipairs(list) do if c.source == f then table.remove(finish, 1) return j end end
+      end
+    end
+    local ctx = ctx_with(ev)
+    local S = logging()
+    local ok, msg = run_batch(ctx, cands("a", "b", "c"), S)
+    assert.is_true(ok, tostring(msg))
+    assert.are.same({ "full c", "full a", "full b" }, { ev.calls[1], ev.calls[2], ev.calls[3] })
+    assert.are.same({ "a,b,c", "a,b", "b" }, ev.asked)
+    assert.are.same({ "a", "b", "c" }, S.seen)
+    assert.are.equal("b", ctx.best.source)
   end)
 
   it("takes no more than the budget leaves, and nothing evaluated before", function()

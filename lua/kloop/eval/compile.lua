@@ -412,6 +412,13 @@ function M.ready(job)
   return try_cache(job)
 end
 
+-- Whether a prepared job's build is pending in the background (queued, or compiling
+-- and not yet read).
+function M.pending(job)
+  local b = bg.by_key[job.key]
+  return b ~= nil and not b.done
+end
+
 -- Kills every background compile (an evaluator closing, the run ending).
 function M.cancel_background()
   for _, job in ipairs(bg.running) do

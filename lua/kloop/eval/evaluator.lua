@@ -415,6 +415,50 @@ function Evaluator:compiled(c)
   return true
 end
 
+-- Of cands ({source, defines}, in the caller's order of preference), the index of the
+-- first whose evaluation would wait for no compiler: its binaries are ready, or none of
+-- them is pending in the background (it compiles when evaluated). While every one is
+-- still compiling or queued, waits for the first to finish, reading the compilers (the
+-- wait counts as compiling, one binary waited for; the strategy's think, when armed,
+-- runs at its start). Ctrl-C ends the wait.
+function Evaluator:first_ready(cands)
+  if self:backend() == "host" then return 1 end
+  local t0
+  while true do
+    for i, c in ipairs(cands) do
+      local pending = false
+      for _, job in ipairs(self:compile_jobs(c)) do
+        if not compile.ready(job) and compile.pending(job) then pending = true break end
+      end
+      if not pending then
+        if t0 then
+          self:spend("compile", t0)
+          self.waited_compiles = (self.waited_compiles or 0) + 1
+          self.waited_by = self.waited_by or {}
+          self.waited_by.compiling = (self.waited_by.compiling or 0) + 1
+        end
+        return i
+      end
+    end
+    if not t0 then
+      t0 = sys.now()
+      -- the strategy's think (armed for the batch's first request, kloop.search.driver
+      -- arm_think) runs in this wait instead: the CPU is idle here as well, and what it
+      -- returns starts compiling sooner
+      if self.on_sent then
+        local f = self.on_sent
+        self.on_sent = nil
+        f()
+      end
+    end
+    -- (past a compile's deadline something is amiss: the evaluation's own wait decides)
+    if sys.now() - t0 > compile.default_deadline + 5 then return 1 end
+    compile.pump(M.FIRST_READY_WAIT_MS)
+    sys.check_interrupt()
+  end
+end
+M.FIRST_READY_WAIT_MS = 5
+
 -- Evaluates one candidate source (nil: the task's own kernel). opts: defines, timing.
 -- Always returns a result table with a verdict.
 function Evaluator:evaluate(src, opts)

@@ -410,33 +410,45 @@ function Ctx:settle_batch(list, results, strategy, protected)
   return true
 end
 
--- One worker: the order to run a batch's fresh candidates in (indices into list) when
--- some are compiled already and come after one still compiling: the compiled first,
--- in proposal order, then the rest, so the GPU works while their compilers finish. nil
--- when that order is the proposal order.
+-- One worker: the order of preference to run a batch's fresh candidates in (indices
+-- into list) when some are still compiling: the compiled first, in proposal order, then
+-- the rest (Ctx:evaluate_ready_first then takes, at each step, the first of them whose
+-- binaries are ready, waiting for whichever finishes first). nil when nothing could
+-- move: all compiled, one candidate, or only the last one compiling.
 function Ctx:ready_order(list)
   local order, later = {}, {}
   for i, cand in ipairs(list) do
     if self.ev:compiled(cand) then order[#order + 1] = i else later[#later + 1] = i end
   end
-  if #later == 0 or #order == 0 or order[#order] < later[1] then return nil end
+  if #later == 0 or #list < 2 or (#later == 1 and later[1] == #list) then return nil end
   for _, i in ipairs(later) do order[#order + 1] = i end
   return order
 end
 
--- Runs list in `order` (Ctx:ready_order), then settles the results in proposal order,
--- as if they had run in it: the same seed gives the same candidates, bests and records
--- whatever the compilers' timing. (Not with the cascade: which screen is worth a full
--- evaluation depends on the screens before it.) A candidate left unevaluated (a budget,
--- Ctrl-C) is not settled; Ctrl-C keeps the stored proposals, which --resume runs.
+-- Runs list in `order` (Ctx:ready_order; at each step the first candidate of it whose
+-- binaries are ready, by ev:first_ready where the evaluator has it), then settles the
+-- results in proposal order, as if they had run in it: the same seed gives the same
+-- candidates, bests and records whatever the compilers' timing. (Not with the cascade:
+-- which screen is worth a full evaluation depends on the screens before it.) A
+-- candidate left unevaluated (a budget, Ctrl-C) is not settled; Ctrl-C keeps the stored
+-- proposals, which --resume runs.
 function Ctx:evaluate_ready_first(list, order, strategy, protected)
   for _, cand in ipairs(list) do self.done_keys[M.key(cand)] = true end
   local prop = self.proposer
   local results = {}
+  local left = {}
+  for k, i in ipairs(order) do left[k] = i end
   local ok, msg = protected("evaluate", function()
-    for _, i in ipairs(order) do
+    while #left > 0 do
       if self:budget_spent() or sys.interrupted() then break end
       if prop and prop.pump then prop:pump() end
+      local k = 1
+      if self.ev.first_ready then
+        local cl = {}
+        for j, i in ipairs(left) do cl[j] = list[i] end
+        k = self.ev:first_ready(cl)
+      end
+      local i = table.remove(left, k)
       local cand = list[i]
       if self.store then self.store:propose(self, cand) end
       local t0 = sys.now()

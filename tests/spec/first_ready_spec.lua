@@ -1,0 +1,51 @@
+-- tests/spec/first_ready_spec.lua: Evaluator:first_ready, the one-worker batch's next
+-- candidate: the first (in the caller's order) whose binary is ready or not pending;
+-- while all are still compiling, a wait for whichever finishes first, counted as
+-- compiling, with the strategy's think fired at its start. Real NVRTC, no GPU.
+local compile = require("kloop.eval.compile")
+local eval = require("kloop.eval.evaluator")
+local taskmod = require("kloop.eval.task")
+local native = require("kloop.native")
+local sys = require("kloop.core.sys")
+
+describe("Evaluator:first_ready", function()
+  after_each(function() compile.cancel_background() end)
+  local task = assert(taskmod.load(native.source_dir .. "/kernels/saxpy.lua"))
+  local function evaluator()
+    local ev = eval.new(task, { compile_parallel = 1 })
+    ev.arch, ev.ready = "sm_90", true
+    local fired = 0
+    ev.on_sent = function() fired = fired + 1 end
+    return ev, function() return fired end
+  end
+  local nonce = sys.hex64(sys.hash64(assert(sys.random_bytes(8))))
+  local function cand(k) return { source = task.source .. "\n// first_ready " .. nonce .. " " .. k .. "\n" } end
+
+  it("takes the first ready one in the caller's order, without a wait or think", function()
+    local ev, fired = evaluator()
+    local c1, c2 = cand(1), cand(2)
+    ev:queue_compiles({ c1, c2 }) -- one compiler: c1 compiles, c2 is queued behind it
+    local job = ev:compile_jobs(c1)[1]
+    local t0 = sys.now()
+    while not compile.ready(job) and sys.now() - t0 < 60 do compile.pump(10) end
+    assert.is_true(compile.pending(ev:compile_jobs(c2)[1]), "c2 should still be pending")
+    assert.are.equal(2, ev:first_ready({ c2, c1 }))
+    assert.are.equal(0, ev.waited_compiles or 0)
+    assert.are.equal(0, fired())
+    -- one with nothing pending compiles when evaluated: ready for this purpose
+    assert.are.equal(1, ev:first_ready({ cand(3), c2 }))
+  end)
+
+  it("waits for whichever finishes first while all compile, and runs think in the wait", function()
+    local ev, fired = evaluator()
+    local c4, c5 = cand(4), cand(5)
+    ev:queue_compiles({ c4, c5 }) -- c4 compiles first, c5 after it
+    local i = ev:first_ready({ c5, c4 })
+    assert.are.equal(2, i, "c4 finishes first")
+    assert.is_true(compile.ready(ev:compile_jobs(c4)[1]))
+    assert.are.equal(1, ev.waited_compiles)
+    assert.are.equal(1, ev.waited_by.compiling)
+    assert.is_true(ev.spent.compile > 0)
+    assert.are.equal(1, fired())
+  end)
+end)
