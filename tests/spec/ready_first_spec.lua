@@ -171,4 +171,32 @@ describe("one worker: compiled candidates first, settled in proposal order", fun
     ev.on_sent()
     assert.matches("think: .*boom", tostring(ctx.think_error))
   end)
+
+  -- the guess past think's choice compiles from think on, not from the next propose
+  it("queues the strategy's upcoming as guesses when think chose a batch", function()
+    local ev = fake_ev({}, {})
+    ev.arch = "sm_90"
+    ev.queued = {}
+    function ev:queue_compiles(list, urgent) self.queued[#self.queued + 1] = { list = list, urgent = urgent } end
+    local ctx = ctx_with(ev, { budget = 10 })
+    ctx.history[1] = { source = "base", proposer = "baseline", result = OK(4) }
+    local S, asked = {}, {}
+    function S.think() return cands("n1", "n2") end
+    function S.upcoming(_, n) asked[#asked + 1] = n return cands("g1", "g2") end
+    ctx:arm_think(S, 4)
+    ev.on_sent()
+    assert.are.equal(2, #ev.queued)
+    assert.is_true(ev.queued[1].urgent)
+    assert.is_falsy(ev.queued[2].urgent)
+    assert.are.same({ "g1", "g2" }, { ev.queued[2].list[1].source, ev.queued[2].list[2].source })
+    -- room after this batch (4) and the chosen one (2): 10 - 4 - 2, at most the compilers
+    local room = math.min(4, require("kloop.eval.compile").default_parallel)
+    assert.are.same({ room }, asked)
+    -- think with nothing to choose queues nothing more
+    function S.think() return nil end
+    ctx:arm_think(S, 4)
+    ev.on_sent()
+    assert.are.equal(2, #ev.queued)
+    assert.are.same({ room }, asked)
+  end)
 end)

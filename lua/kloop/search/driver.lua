@@ -357,6 +357,8 @@ end
 -- candidate, with no results of the batch in yet (strategy.think must give the same
 -- search whether it runs or not). Candidates it returns compile at once. One worker
 -- only (a pool serves several at a time); an error stops the run after the batch.
+-- When think chose something, the strategy's upcoming (its guess past that choice)
+-- is queued too, as guesses.
 function Ctx:arm_think(strategy, nbatch)
   self.ev.on_sent = nil
   if not strategy.think or self.pool then return end
@@ -372,7 +374,18 @@ function Ctx:arm_think(strategy, nbatch)
     if not self.ev.arch then return end
     -- (no more than the budget has room for after this batch)
     local list = self:foreseen(got, self:room_after(nbatch))
-    if #list > 0 then pcall(self.ev.queue_compiles, self.ev, list, true) end
+    if #list > 0 then
+      pcall(self.ev.queue_compiles, self.ev, list, true)
+      -- and what the strategy now expects after that batch (its guess, remade by the
+      -- choice) compiles from here, a batch earlier than the next propose would ask
+      -- (an error is left for that propose's own compile_ahead to raise)
+      local n = math.min(self:room_after((nbatch or 0) + #list), require("kloop.eval.compile").default_parallel)
+      if strategy.upcoming and self.opts.compile_ahead ~= false and n > 0 then
+        local oku, more = pcall(strategy.upcoming, self, n)
+        local real = oku and self:foreseen(more, n) or {}
+        if #real > 0 then pcall(self.ev.queue_compiles, self.ev, real) end
+      end
+    end
   end
 end
 
