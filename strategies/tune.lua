@@ -282,7 +282,11 @@ end
 -- next propose then makes the same choice).
 function S.think(ctx)
   if not ctx.deferred or #ctx.history ~= ctx.deferred.horizon then return nil end
-  return choose_deferred(ctx)
+  local batch = choose_deferred(ctx)
+  -- (the next propose returns this very batch: the driver may run a candidate of it
+  -- whose binary is ready while this batch's last ones still compile)
+  batch.exact = true
+  return batch
 end
 
 function S.propose(ctx)

@@ -172,6 +172,68 @@ describe("one worker: compiled candidates first, settled in proposal order", fun
     assert.matches("think: .*boom", tostring(ctx.think_error))
   end)
 
+  -- think named the next batch exactly: while this batch's last binaries compile, one
+  -- of the next batch whose binary is ready runs; the next batch takes its result
+  local function borrowing(finish)
+    local times = { a = 2.0, b = 1.0, n1 = 1.5, n2 = 0.5 }
+    local ev = fake_ev(times, { a = false, b = false, n2 = false })
+    ev.arch = "sm_90"
+    function ev:queue_compiles() end
+    function ev:compile_jobs() return {} end
+    function ev:first_ready(list)
+      for fi, f in ipairs(finish) do
+        for j, c in ipairs(list) do if c.source == f then table.remove(finish, fi) return j end end
+      end
+      return 1
+    end
+    local ctx = ctx_with(ev)
+    ctx.pre = {}
+    local S = logging()
+    function S.think() local l = cands("n1", "n2") l.exact = true return l end
+    ctx:arm_think(S, 2)
+    ev.on_sent() -- (as the batch's first request or wait fires it)
+    return ev, ctx, S
+  end
+  local function order_of(list) local o = {} for i = 1, #list do o[i] = i end return o end
+
+  it("runs a candidate of the exactly named next batch while this one's compile, and settles it with its batch", function()
+    local ev, ctx, S = borrowing({ "n1", "a", "b", "n2" })
+    local b1 = ctx:fresh_batch(cands("a", "b"))
+    assert.is_true((ctx:evaluate_ready_first(b1, order_of(b1), S, protected)))
+    assert.are.same({ "full n1", "full a", "full b" }, { ev.calls[1], ev.calls[2], ev.calls[3] })
+    assert.are.same({ "a", "b" }, S.seen, "n1 is not settled with the batch before its own")
+    local b2 = ctx:fresh_batch(cands("n1", "n2"))
+    assert.are.equal(2, #b2)
+    ctx:arm_think({}, 2)
+    assert.is_true((ctx:evaluate_ready_first(b2, order_of(b2), S, protected)))
+    local runs = 0
+    for _, c in ipairs(ev.calls) do if c == "full n1" then runs = runs + 1 end end
+    assert.are.equal(1, runs, "n1 ran twice")
+    assert.are.same({ "a", "b", "n1", "n2" }, S.seen)
+    local hist = {}
+    for i, c in ipairs(ctx.history) do hist[i] = c.source end
+    assert.are.same({ "a", "b", "n1", "n2" }, hist)
+    assert.are.equal("n2", ctx.best.source)
+  end)
+
+  it("settles a result run ahead that the next batch did not propose, after that batch", function()
+    local ev, ctx, S = borrowing({ "n1", "a", "b", "n2" })
+    local b1 = ctx:fresh_batch(cands("a", "b"))
+    assert.is_true((ctx:evaluate_ready_first(b1, order_of(b1), S, protected)))
+    ctx:arm_think({}, 1)
+    local b2 = ctx:fresh_batch(cands("n2"))
+    assert.is_true((ctx:evaluate_ready_first(b2, order_of(b2), S, protected)))
+    assert.are.same({ "a", "b", "n2", "n1" }, S.seen)
+    -- and a think list without exact runs nothing ahead
+    ev, ctx, S = borrowing({ "n1", "a", "b" })
+    function S.think() return cands("n1", "n2") end
+    ctx:arm_think(S, 2)
+    ev.on_sent()
+    b1 = ctx:fresh_batch(cands("a", "b"))
+    assert.is_true((ctx:evaluate_ready_first(b1, order_of(b1), S, protected)))
+    assert.are.same({ "full a", "full b" }, { ev.calls[1], ev.calls[2] })
+  end)
+
   -- the guess past think's choice compiles from think on, not from the next propose
   it("queues the strategy's upcoming as guesses when think chose a batch", function()
     local ev = fake_ev({}, {})

@@ -38,6 +38,15 @@ local function drive(task, opts, time_of)
   ctx.guesses, ctx.thoughts = {}, {}
   while evaluated < o.budget do
     local cands = S.propose(ctx)
+    -- think's list says exact: this propose returns it, as it is (the driver runs its
+    -- ready candidates ahead on that promise)
+    if ctx.exact_before then
+      local a, b = {}, {}
+      for i, c in ipairs(ctx.exact_before) do a[i] = tune.key(c.defines) end
+      for i, c in ipairs(cands) do b[i] = tune.key(c.defines) end
+      assert.are.same(a, b)
+      ctx.exact_before, ctx.exact_checked = nil, (ctx.exact_checked or 0) + 1
+    end
     if #cands == 0 then break end
     -- the driver's compile ahead (kloop.search.driver Ctx:compile_ahead), when asked for
     if o.upcoming_n then
@@ -48,6 +57,7 @@ local function drive(task, opts, time_of)
     if (o.think or "early") == "early" then
       local got = S.think(ctx)
       if got then ctx.thoughts[#ctx.thoughts + 1] = { after = #ctx.history - 1 + #cands, list = got } end
+      if got and got.exact then ctx.exact_before = got end
     end
     for ci, c in ipairs(cands) do
       if evaluated >= o.budget then break end
@@ -235,6 +245,7 @@ describe("tune --method model", function()
         for i = 2, #ctx.history do list[#list + 1] = tune.key(ctx.history[i].defines) end
         keys[when] = table.concat(list, ";")
         assert.are.equal(when == "early", #ctx.thoughts > 0, when)
+        if when == "early" then assert.is_true((ctx.exact_checked or 0) > 5, "think's lists were not exact") end
       end
       assert.are.equal(keys.early, keys.late, "rewrite " .. tostring(rewrite))
       assert.are.equal(keys.early, keys.never, "rewrite " .. tostring(rewrite))

@@ -277,6 +277,7 @@ function Evaluator:prepare(src, opts)
     local state = built[#built].job.wait_state or "compiling"
     self.waited_by = self.waited_by or {}
     self.waited_by[state] = (self.waited_by[state] or 0) + 1
+    M.log_wait(state, sys.now() - tc, built[#built].job)
   end
   self.prepared = (self.prepared or 0) + 1
   for _, b in ipairs(built) do
@@ -421,6 +422,20 @@ end
 -- still compiling or queued, waits for the first to finish, reading the compilers (the
 -- wait counts as compiling, one binary waited for; the strategy's think, when armed,
 -- runs at its start). Ctrl-C ends the wait.
+-- KLOOP_WAITS_LOG=FILE (benches): one line per compile an evaluation waited for: the
+-- wait, what it was, the job's age and compile seconds, the compilers running and queued.
+function M.log_wait(state, seconds, job)
+  local path = os.getenv("KLOOP_WAITS_LOG")
+  if not path or path == "" then return end
+  local f = io.open(path, "a")
+  if not f then return end
+  local bg = compile.background
+  f:write(string.format("%.3f wait %.3f %s age %.3f compile %s urgent %s running %d queued %d\n", sys.now(), seconds,
+    state, job and job.started and (sys.now() - job.started) or -1, tostring(job and job.seconds),
+    tostring(job and job.urgent or false), #bg.running, #bg.queue))
+  f:close()
+end
+
 function Evaluator:first_ready(cands)
   if self:backend() == "host" then return 1 end
   local t0
@@ -432,6 +447,7 @@ function Evaluator:first_ready(cands)
       end
       if not pending then
         if t0 then
+          M.log_wait("first of " .. #cands, sys.now() - t0, nil)
           self:spend("compile", t0)
           self.waited_compiles = (self.waited_compiles or 0) + 1
           self.waited_by = self.waited_by or {}

@@ -361,6 +361,7 @@ end
 -- is queued too, as guesses.
 function Ctx:arm_think(strategy, nbatch)
   self.ev.on_sent = nil
+  self.next_exact = nil
   if not strategy.think or self.pool then return end
   self.ev.on_sent = function()
     local ok, got = xpcall(function() return strategy.think(self) end, function(e)
@@ -374,6 +375,9 @@ function Ctx:arm_think(strategy, nbatch)
     if not self.ev.arch then return end
     -- (no more than the budget has room for after this batch)
     local list = self:foreseen(got, self:room_after(nbatch))
+    -- (got.exact: the strategy's next propose returns exactly these first, so one whose
+    -- binary is ready may run while this batch's last ones still compile: Ctx:borrowable)
+    if type(got) == "table" and got.exact == true and #list > 0 then self.next_exact = list end
     if #list > 0 then
       pcall(self.ev.queue_compiles, self.ev, list, true)
       -- and what the strategy now expects after that batch (its guess, remade by the
@@ -450,33 +454,101 @@ function Ctx:evaluate_ready_first(list, order, strategy, protected)
   local prop = self.proposer
   local results = {}
   local left = {}
-  for k, i in ipairs(order) do left[k] = i end
+  -- (what ran ahead while the batch before waited for its compilers: Ctx:borrowable)
+  local pre = self.pre or {}
+  self.pre = {}
+  for _, i in ipairs(order) do
+    local p = pre[M.key(list[i])]
+    if p then
+      results[i] = p.result
+      pre[M.key(list[i])] = nil
+    else
+      left[#left + 1] = i
+    end
+  end
   local ok, msg = protected("evaluate", function()
     while #left > 0 do
       if self:budget_spent() or sys.interrupted() then break end
       if prop and prop.pump then prop:pump() end
-      local k = 1
+      local k, cl = 1, nil
       if self.ev.first_ready then
-        local cl = {}
+        cl = {}
         for j, i in ipairs(left) do cl[j] = list[i] end
+        for _, c in ipairs(self:borrowable(self.next_exact)) do cl[#cl + 1] = c end
         k = self.ev:first_ready(cl)
       end
-      local i = table.remove(left, k)
-      local cand = list[i]
+      local cand, i
+      if k > #left then
+        -- every candidate of this batch still compiles: one of the next batch, which the
+        -- strategy named exactly (think), runs now; its batch takes the result
+        cand = cl[k]
+      else
+        i = table.remove(left, k)
+        cand = list[i]
+      end
       if self.store then self.store:propose(self, cand) end
       local t0 = sys.now()
       local r = self:run_stages(cand)
       r.wall_seconds = r.wall_seconds or (sys.now() - t0)
-      results[i] = r
+      if i then results[i] = r
+      else
+        self.pre_seq = (self.pre_seq or 0) + 1
+        self.pre[M.key(cand)] = { cand = cand, result = r, seq = self.pre_seq }
+      end
       sys.check_interrupt()
     end
   end)
   -- Ctrl-C: nothing more runs (no A/B); the stored proposals are run again on --resume
   if not ok and sys.is_interrupt(msg) then return ok, msg end
-  -- what ran is settled, even when a budget stopped the loop above
+  -- what ran is settled, even when a budget stopped the loop above; then what ran ahead
+  -- for this batch that it did not claim (a strategy whose propose differed from what
+  -- its think named): evaluated and stored, so settled too, after the batch
   local oks, smsg = self:settle_batch(list, results, strategy, protected)
   if not oks then return false, smsg end
+  oks, smsg = self:settle_pre(pre, strategy, protected)
+  if not oks then return false, smsg end
   return ok, msg
+end
+
+-- Of the next batch the strategy named exactly (think's list with exact = true), the
+-- candidates that may run ahead: not run yet, not evaluated, their binaries compiled
+-- or compiling (never one that would compile in the foreground), within the budget's
+-- room after this batch (think's list is cut to it).
+function Ctx:borrowable(next_exact)
+  local out = {}
+  if not next_exact or (self.opts.time or 0) > 0 then return out end
+  local compile = require("kloop.eval.compile")
+  for _, c in ipairs(next_exact) do
+    local key = M.key(c)
+    if not self.pre[key] and not self.done_keys[key] then
+      local ok = self.ev:compiled(c)
+      if not ok then
+        ok = true
+        for _, job in ipairs(self.ev:compile_jobs(c)) do
+          if not compile.pending(job) then ok = false break end
+        end
+      end
+      if ok then out[#out + 1] = c end
+    end
+  end
+  return out
+end
+
+-- Settles results run ahead that no batch claimed (pre: key -> {cand, result}), in the
+-- order they ran. Returns ok, msg like settle_batch.
+function Ctx:settle_pre(pre, strategy, protected)
+  local got = {}
+  for _, p in pairs(pre or {}) do
+    if not self.done_keys[M.key(p.cand)] then got[#got + 1] = p end
+  end
+  if #got == 0 then return true end
+  table.sort(got, function(a, b) return a.seq < b.seq end)
+  local list, results = {}, {}
+  for i, p in ipairs(got) do
+    self.done_keys[M.key(p.cand)] = true
+    list[i], results[i] = p.cand, p.result
+  end
+  return self:settle_batch(list, results, strategy, protected)
 end
 
 -- The first budget that is spent, or nil.
@@ -679,6 +751,11 @@ function M.run(strategy, path, args)
     local tq = sys.now()
     local fresh = not ctx.pool and ctx.opts.cascade ~= "on" and ctx:fresh_batch(cands)
     local order = fresh and ctx:ready_order(fresh)
+    if fresh and not order and ctx.pre and next(ctx.pre) then
+      -- (results run ahead for this batch: claimed in its proposal order)
+      order = {}
+      for i = 1, #fresh do order[i] = i end
+    end
     ctx:spend("queue", tq)
     if ctx.pool then
       ok, msg = require("kloop.search.workers").evaluate_batch(ctx, cands, strategy, protected)
@@ -712,6 +789,12 @@ function M.run(strategy, path, args)
     ctx.seen_len = #ctx.history
     local spent2 = ctx:budget_spent()
     if spent2 and not reason then reason = "budget: " .. spent2 end
+  end
+  -- results run ahead that no batch claimed (the strategy stopped proposing): settled
+  if ok and ctx.pre and next(ctx.pre) then
+    local pre = ctx.pre
+    ctx.pre = {}
+    ok, msg = ctx:settle_pre(pre, strategy, protected)
   end
   end, handler)
   if not okloop then ok, msg = false, lerr end
