@@ -220,6 +220,7 @@ describe("one worker: compiled candidates first, settled in proposal order", fun
     local ev, ctx, S = borrowing({ "n1", "a", "b", "n2" })
     local b1 = ctx:fresh_batch(cands("a", "b"))
     assert.is_true((ctx:evaluate_ready_first(b1, order_of(b1), S, protected)))
+    assert.are.equal("full n1", ev.calls[1])
     ctx:arm_think({}, 1)
     local b2 = ctx:fresh_batch(cands("n2"))
     assert.is_true((ctx:evaluate_ready_first(b2, order_of(b2), S, protected)))
