@@ -11,11 +11,15 @@ local sys = require("kloop.core.sys")
 describe("Evaluator:first_ready", function()
   after_each(function() compile.cancel_background() end)
   local task = assert(taskmod.load(native.source_dir .. "/kernels/saxpy.lua"))
-  local function evaluator()
+  local function evaluator(think_s)
     local ev = eval.new(task, { compile_parallel = 1 })
     ev.arch, ev.ready = "sm_90", true
     local fired = 0
-    ev.on_sent = function() fired = fired + 1 end
+    ev.on_sent = function()
+      fired = fired + 1
+      local t = sys.now()
+      while sys.now() - t < (think_s or 0) do end
+    end
     return ev, function() return fired end
   end
   local nonce = sys.hex64(sys.hash64(assert(sys.random_bytes(8))))
@@ -37,7 +41,7 @@ describe("Evaluator:first_ready", function()
   end)
 
   it("waits for whichever finishes first while all compile, and runs think in the wait", function()
-    local ev, fired = evaluator()
+    local ev, fired = evaluator(0.05)
     local c4, c5 = cand(4), cand(5)
     ev:queue_compiles({ c4, c5 }) -- c4 compiles first, c5 after it
     local i = ev:first_ready({ c5, c4 })
@@ -45,7 +49,14 @@ describe("Evaluator:first_ready", function()
     assert.is_true(compile.ready(ev:compile_jobs(c4)[1]))
     assert.are.equal(1, ev.waited_compiles)
     assert.are.equal(1, ev.waited_by.compiling)
-    assert.is_true(ev.spent.compile > 0)
     assert.are.equal(1, fired())
+    -- think's time is think's, not compiling's
+    assert.is_true(ev.spent.think >= 0.05, tostring(ev.spent.think))
+    local w = ev.spent.compile
+    assert.is_true(w > 0)
+    local t0 = sys.now()
+    local again = ev:first_ready({ c5 }) -- (c5 compiles now: a wait with no think)
+    assert.are.equal(1, again)
+    assert.is_true(math.abs((ev.spent.compile - w) - (sys.now() - t0)) < 0.02)
   end)
 end)

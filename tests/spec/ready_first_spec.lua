@@ -67,12 +67,11 @@ describe("one worker: compiled candidates first, settled in proposal order", fun
     assert.is_table(ready_order(ctx, batch))
     local ok, msg = run_batch(ctx, batch, S)
     assert.is_true(ok, tostring(msg))
-    -- b and d were compiled: they ran first; then a and c
-    assert.are.same({ "full b", "full d", "full a", "full c" }, { ev.calls[1], ev.calls[2], ev.calls[3], ev.calls[4] })
-    -- the A/Bs as a run in proposal order makes them: a is the first best, b beats it,
-    -- c does not beat b, d beats b
-    assert.are.same({ "ab a b", "ab b d" }, { ev.calls[5], ev.calls[6] })
-    assert.are.equal(6, #ev.calls)
+    -- b and d were compiled: they ran first; then a and c. Each result settles once
+    -- the ones before it in proposal order are in: a and b after a ran, c and d after c.
+    -- The A/Bs are those a run in proposal order makes: a is the first best, b beats
+    -- it, c does not beat b, d beats b
+    assert.are.same({ "full b", "full d", "full a", "ab a b", "full c", "ab b d" }, ev.calls)
     local order = {}
     for i, c in ipairs(ctx.history) do order[i] = c.source end
     assert.are.same({ "a", "b", "c", "d" }, order)
@@ -233,6 +232,58 @@ describe("one worker: compiled candidates first, settled in proposal order", fun
     b1 = ctx:fresh_batch(cands("a", "b"))
     assert.is_true((ctx:evaluate_ready_first(b1, order_of(b1), S, protected)))
     assert.are.same({ "full a", "full b" }, { ev.calls[1], ev.calls[2] })
+  end)
+
+  -- the store: a candidate run ahead is stored when it runs, and its batch's own table
+  -- (another table, the same candidate) takes its row: one row, one evaluation each
+  it("stores a candidate run ahead once, with one evaluation", function()
+    local ev, ctx, S = borrowing({ "n1", "a", "b", "n2" })
+    local rows, evals = {}, {}
+    ctx.store = {}
+    function ctx.store.propose(_, _, c)
+      if c.store_id then return c.store_id end
+      rows[#rows + 1] = c.source
+      c.store_id = #rows
+      return c.store_id
+    end
+    function ctx.store.record(st, x, c)
+      st:propose(x, c)
+      evals[#evals + 1] = c.store_id
+    end
+    local b1 = ctx:fresh_batch(cands("a", "b"))
+    assert.is_true((ctx:evaluate_ready_first(b1, order_of(b1), S, protected)))
+    ctx:arm_think({}, 2)
+    local b2 = ctx:fresh_batch(cands("n1", "n2"))
+    assert.is_true((ctx:evaluate_ready_first(b2, order_of(b2), S, protected)))
+    assert.are.equal("full n1", ev.calls[1])
+    assert.are.same({ "n1", "a", "b", "n2" }, rows)
+    table.sort(evals)
+    assert.are.same({ 1, 2, 3, 4 }, evals)
+  end)
+
+  -- a strategy whose propose breaks think's exact promise: what ran ahead is settled
+  -- before the next batch (so it counts against the budget first), once, and nothing
+  -- runs ahead from then on
+  it("settles what ran ahead first when propose breaks the promise, and runs nothing ahead after", function()
+    local ev, ctx, S = borrowing({ "n1", "a", "b", "x", "n2" })
+    ctx.opts.budget = 4
+    table.insert(ctx.history, 1, { source = "base", proposer = "baseline", result = OK(4) })
+    local b1 = ctx:fresh_batch(cands("a", "b"))
+    assert.is_true((ctx:evaluate_ready_first(b1, order_of(b1), S, protected)))
+    assert.are.equal("full n1", ev.calls[1])
+    local next_cands = cands("x", "n2")
+    assert.is_true((ctx:claim_pre(next_cands, S, protected)))
+    assert.are.same({ "a", "b", "n1" }, S.seen)
+    assert.is_nil(next(ctx.pre))
+    assert.is_true(ctx.exact_broken)
+    -- the budget (4) leaves room for one of the next batch
+    local b2 = ctx:fresh_batch(next_cands)
+    assert.are.equal(1, #b2)
+    -- a later exact think is not trusted
+    function S.think() local l = cands("y") l.exact = true return l end
+    ctx:arm_think(S, 1)
+    ev.on_sent()
+    assert.is_nil(ctx.next_exact)
   end)
 
   -- the guess past think's choice compiles from think on, not from the next propose

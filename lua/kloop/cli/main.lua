@@ -263,6 +263,8 @@ function M.main(argv)
   local path = os.getenv("KLOOP_LUAPROF")
   if not path or path == "" or argv[1] == "--worker" or argv[1] == "--worker-remote" then return main(argv) end
   local luaprof = require("kloop.cli.luaprof")
+  -- (kloop's own children, a library's timing child, are not profiled into the same file)
+  sys.env_scrub("KLOOP_LUAPROF")
   local p = luaprof.start(path)
   local ok, rc = pcall(main, argv)
   luaprof.stop(p)

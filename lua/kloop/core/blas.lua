@@ -33,28 +33,35 @@ local function random_floats(n, seed)
 end
 
 -- Opens CUDA on device, cuBLAS on its context, and A[m,k], B[k,n], C[m,n] on the
--- device with random data: a Gemm, or nil, msg. opts.defer_upload: the inputs are drawn
--- on the host only, and nothing is allocated or copied on the device until
--- Gemm:upload().
+-- device with random data: a Gemm, or nil, msg. opts.defer_open: only cuBLAS's library
+-- is loaded and the inputs drawn on the host; CUDA is not touched (no context, which a
+-- GPU in exclusive-process mode would give to this process alone) until Gemm:open().
 function M.gemm(m, n, k, device, opts)
-  local ok, msg = check(C.kl_cuda_init(device or 0, err)) -- kl_cuda_init loads the driver
+  local ok, msg = check(C.kl_blas_load(err))
   if not ok then return nil, msg end
-  local self = setmetatable({ m = m, n = n, k = k, ptrs = {}, host = {} }, Gemm)
+  local self = setmetatable({ m = m, n = n, k = k, ptrs = {}, host = {}, device = device or 0 }, Gemm)
+  for i = 1, 2 do
+    self.host[i] = random_floats(i == 1 and m * k or k * n, 17 + i)
+    if not self.host[i] then return nil, "out of host memory for the gemm's inputs" end
+  end
+  if opts and opts.defer_open then return self end
+  return self:open()
+end
+
+-- The CUDA side of M.gemm: the context, the cuBLAS handle, the three buffers with the
+-- inputs copied, two events: the Gemm, or nil, msg (closed).
+function Gemm:open()
+  local ok, msg = check(C.kl_cuda_init(self.device, err)) -- kl_cuda_init loads the driver
+  if not ok then return nil, msg end
   local h, ver, mode = ffi.new("void*[1]"), ffi.new("int[1]"), ffi.new("int[1]")
   ok, msg = check(C.kl_blas_create(h, ver, mode, err))
   if not ok then return nil, msg end
   self.handle, self.version, self.math_mode = h[0], ver[0], mode[0]
   self.path = ffi.string(C.kl_blas_path())
-  for i = 1, 2 do
-    self.host[i] = random_floats(i == 1 and m * k or k * n, 17 + i)
-    if not self.host[i] then self:close() return nil, "out of host memory for the gemm's inputs" end
-  end
-  if opts and opts.defer_upload then return self end
   return self:upload()
 end
 
--- The device side of M.gemm: the three buffers allocated, the inputs copied, two events:
--- the Gemm, or nil, msg (closed).
+-- The buffers allocated, the inputs copied, two events: the Gemm, or nil, msg (closed).
 function Gemm:upload()
   local ok, msg
   for i, count in ipairs({ self.m * self.k, self.k * self.n, self.m * self.n }) do

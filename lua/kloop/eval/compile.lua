@@ -480,6 +480,7 @@ function M.run(jobs, opts)
   while qi <= #queue or #running > 0 do
     while #running < parallel and qi <= #queue do
       local job = queue[qi]
+      job.wait_state = "not foreseen" -- (compiled now, in the foreground: no guess named it)
       qi = qi + 1
       if start(job) then running[#running + 1] = job end
     end

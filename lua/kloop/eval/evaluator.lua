@@ -457,18 +457,22 @@ function Evaluator:first_ready(cands)
       end
     end
     if not t0 then
-      t0 = sys.now()
       -- the strategy's think (armed for the batch's first request, kloop.search.driver
       -- arm_think) runs in this wait instead: the CPU is idle here as well, and what it
-      -- returns starts compiling sooner
+      -- returns starts compiling sooner (its time counted as think, not compiling)
       if self.on_sent then
-        local f = self.on_sent
+        local f, tt = self.on_sent, sys.now()
         self.on_sent = nil
         f()
+        self.spent.think = (self.spent.think or 0) + (sys.now() - tt)
       end
+      t0 = sys.now()
     end
     -- (past a compile's deadline something is amiss: the evaluation's own wait decides)
-    if sys.now() - t0 > compile.default_deadline + 5 then return 1 end
+    if sys.now() - t0 > compile.default_deadline + 5 then
+      self:spend("compile", t0)
+      return 1
+    end
     compile.pump(M.FIRST_READY_WAIT_MS)
     sys.check_interrupt()
   end

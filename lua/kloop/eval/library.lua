@@ -57,21 +57,22 @@ function M.argv(exe, lib, task)
   return { exe, "-q", "-e", chunk }, dims
 end
 
--- In the child: opens CUDA and cuBLAS and draws the inputs on the host, says so on fd 4
--- ({ready = true}), waits for the parent's go on fd 3, then copies the inputs to the
--- device, times the call, and sends one JSON reply on fd 4 ({ok, median_ms, ci = {lo,
--- hi}, n, math_mode, version, path} or {error}). Nothing reaches the GPU's engines (a
--- copy or a kernel) before the go: the parent gives it when its worker is idle, so the
--- start overlaps the worker's and no timed repetition shares the GPU. A parent gone (fd
--- 3 closed) ends the child.
+-- In the child: loads cuBLAS's library and draws the inputs on the host, says so on fd 4
+-- ({ready = true}), waits for the parent's go on fd 3, then opens CUDA and cuBLAS on the
+-- GPU, copies the inputs, times the call, and sends one JSON reply on fd 4 ({ok,
+-- median_ms, ci = {lo, hi}, n, math_mode, version, path} or {error}). Nothing touches
+-- the GPU before the go (no context either: a GPU in exclusive-process mode stays the
+-- worker's): the parent gives it when its worker is idle, so the library's load overlaps
+-- the worker's start and no timed repetition shares the GPU. A parent gone (fd 3
+-- closed) ends the child.
 function M.child(call, m, n, k, warmup, reps)
   local proc, stats = require("kloop.core.proc"), require("kloop.eval.stats")
   local reply
-  local g, msg = require("kloop.core.blas").gemm(m, n, k, 0, { defer_upload = true })
+  local g, msg = require("kloop.core.blas").gemm(m, n, k, 0, { defer_open = true })
   if g then
     proc.chan_send(4, cjson.encode({ ready = true }))
     if not proc.chan_recv(3) then g:close() return end
-    g, msg = g:upload()
+    g, msg = g:open()
   end
   if not g then
     reply = { error = msg }

@@ -377,7 +377,9 @@ function Ctx:arm_think(strategy, nbatch)
     local list = self:foreseen(got, self:room_after(nbatch))
     -- (got.exact: the strategy's next propose returns exactly these first, so one whose
     -- binary is ready may run while this batch's last ones still compile: Ctx:borrowable)
-    if type(got) == "table" and got.exact == true and #list > 0 then self.next_exact = list end
+    if type(got) == "table" and got.exact == true and #list > 0 and not self.exact_broken then
+      self.next_exact = list
+    end
     if #list > 0 then
       pcall(self.ev.queue_compiles, self.ev, list, true)
       -- and what the strategy now expects after that batch (its guess, remade by the
@@ -454,20 +456,38 @@ function Ctx:evaluate_ready_first(list, order, strategy, protected)
   local prop = self.proposer
   local results = {}
   local left = {}
-  -- (what ran ahead while the batch before waited for its compilers: Ctx:borrowable)
+  -- (what ran ahead while the batch before waited for its compilers: Ctx:borrowable;
+  -- the candidate was stored when it ran)
   local pre = self.pre or {}
   self.pre = {}
   for _, i in ipairs(order) do
-    local p = pre[M.key(list[i])]
+    local key = M.key(list[i])
+    local p = pre[key]
     if p then
       results[i] = p.result
-      pre[M.key(list[i])] = nil
+      list[i].store_id = list[i].store_id or p.cand.store_id
+      pre[key] = nil
     else
       left[#left + 1] = i
     end
   end
+  -- The results settle in proposal order as soon as they can: list[1..settled] are
+  -- settled, each once the ones before it are (not before the strategy's think has
+  -- fired: it must see no result of the batch), so a kill loses little.
+  local settled, serr = 0, nil
+  local function settle_ready()
+    if self.ev.on_sent then return true end
+    while settled < #list and results[settled + 1] do
+      settled = settled + 1
+      local oks, smsg = self:settle_batch({ list[settled] }, { results[settled] }, strategy, protected)
+      if not oks then return false, smsg end
+    end
+    return true
+  end
   local ok, msg = protected("evaluate", function()
     while #left > 0 do
+      local sok, smsg = settle_ready()
+      if not sok then serr = smsg return end
       if self:budget_spent() or sys.interrupted() then break end
       if prop and prop.pump then prop:pump() end
       local k, cl = 1, nil
@@ -498,16 +518,41 @@ function Ctx:evaluate_ready_first(list, order, strategy, protected)
       sys.check_interrupt()
     end
   end)
+  if serr then return false, serr end
   -- Ctrl-C: nothing more runs (no A/B); the stored proposals are run again on --resume
   if not ok and sys.is_interrupt(msg) then return ok, msg end
   -- what ran is settled, even when a budget stopped the loop above; then what ran ahead
-  -- for this batch that it did not claim (a strategy whose propose differed from what
-  -- its think named): evaluated and stored, so settled too, after the batch
-  local oks, smsg = self:settle_batch(list, results, strategy, protected)
+  -- for this batch that it did not claim (Ctx:claim_pre settles those before a batch)
+  local rest_list, rest = {}, {}
+  for i = settled + 1, #list do
+    if results[i] then rest_list[#rest_list + 1], rest[#rest_list + 1] = list[i], results[i] end
+  end
+  local oks, smsg = self:settle_batch(rest_list, rest, strategy, protected)
   if not oks then return false, smsg end
   oks, smsg = self:settle_pre(pre, strategy, protected)
   if not oks then return false, smsg end
   return ok, msg
+end
+
+-- Before a batch: results run ahead that this batch does not propose (a strategy whose
+-- think said exact and whose propose then differed) are settled first, in the order
+-- they ran, so they count against the budget before the batch is cut to it; no more
+-- runs ahead in this run, and the user is told once. Returns ok, msg.
+function Ctx:claim_pre(cands, strategy, protected)
+  if not (self.pre and next(self.pre)) then return true end
+  local named = {}
+  for _, c in ipairs(cands or {}) do if not c.skip then named[M.key(c)] = true end end
+  local unclaimed = {}
+  for key, p in pairs(self.pre) do
+    if not named[key] then unclaimed[key] = p self.pre[key] = nil end
+  end
+  if not next(unclaimed) then return true end
+  if not self.exact_broken and not self.opts.quiet then
+    util.eprintf("kloop: the strategy's think named its next batch exactly (exact = true), but propose gave another;"
+      .. " the candidates run ahead are kept, and none runs ahead from here\n")
+  end
+  self.exact_broken = true
+  return self:settle_pre(unclaimed, strategy, protected)
 end
 
 -- Of the next batch the strategy named exactly (think's list with exact = true), the
@@ -748,6 +793,8 @@ function M.run(strategy, path, args)
     -- first worker request; what it returns compiles at once
     ctx:arm_think(strategy, #real)
     local prop = ctx.proposer
+    ok, msg = ctx:claim_pre(cands, strategy, protected)
+    if not ok then break end
     local tq = sys.now()
     local fresh = not ctx.pool and ctx.opts.cascade ~= "on" and ctx:fresh_batch(cands)
     local order = fresh and ctx:ready_order(fresh)

@@ -75,7 +75,9 @@ function Pool:run(list, run, hooks)
     ev.pool_busy = false
     running[slot] = nil
     if not ok then err = err or r return end
-    if type(r) == "table" and r.infrastructure then
+    -- (a compile cache that cannot keep binaries fails on every worker alike: no retry,
+    -- and no worker is blamed; the driver stops the run on it)
+    if type(r) == "table" and r.infrastructure and not r.cache_error then
       ev.pool_fails = (ev.pool_fails or 0) + 1
       if ev.pool_fails >= M.DEAD_AFTER and not ev.pool_dead then
         ev.pool_dead = true

@@ -184,6 +184,7 @@ function M.time_text(ctx, wall)
   add("worker", ev.worker)
   if (d.ab or 0) >= 0.05 then parts[#parts] = parts[#parts] .. string.format(" (A/B %.1f s of it)", d.ab) end
   add("host prep", ev.host)
+  add("think", ev.think)
   add("queueing", d.queue)
   add("library", d.library)
   add("propose", d.propose)

@@ -182,7 +182,9 @@ local function as_cand(c)
 end
 
 -- The stored candidates of a resumed run that have an evaluation (crashed ones
--- included), as driver candidates with results, in order.
+-- included), as driver candidates with results, in the order they were settled (their
+-- evaluations' ids): a batch may run its candidates, and one of the next batch, out of
+-- proposal order, and the best is the last one crowned in settle order, as DB:best says.
 function A:restored()
   local out = {}
   for _, c in ipairs(self.resumed and self.resumed.candidates or {}) do
@@ -193,6 +195,7 @@ function A:restored()
       out[#out + 1] = cand
     end
   end
+  table.sort(out, function(a, b) return (a.evaluation_store_id or 0) < (b.evaluation_store_id or 0) end)
   return out
 end
 
@@ -318,5 +321,7 @@ function A:finish(_ctx, status, reason)
   self.db:close()
   return ok
 end
+
+M.Run = A -- for tests
 
 return M
