@@ -38,4 +38,23 @@ describe("a compile cache that cannot keep binaries", function()
     assert.are.equal(reason, err)
     assert.are.equal(0, #ctx.history)
   end)
+
+  -- met where no result goes back to the driver: a crowning A/B's compile
+  it("stops the run when an A/B met it", function()
+    local reason = "kloop's compile cache /x cannot keep the binary (No space left on device): free space there"
+    local ev = {}
+    function ev:compare()
+      self.cache_failed = reason
+      return { a = { verdict = "ok", time_ms = 2 }, b = { verdict = "launch_error", reason = reason } }
+    end
+    local ctx = setmetatable({ ev = ev, opts = { cascade = "off", profile = "none", timing_budget = 0.1, quiet = true },
+      history = {}, verdicts = {}, stages = {} }, driver.Ctx)
+    function ctx.progress() end
+    function ctx.write_report() end
+    ctx.best = { id = 1, source = "best", result = { verdict = "ok", time_ms = 2, stage = "full" } }
+    local cand = { source = "c", result = nil }
+    local ok, err = pcall(ctx.settle, ctx, cand, { verdict = "ok", time_ms = 1, stage = "full" })
+    assert.is_false(ok)
+    assert.are.equal(reason, err)
+  end)
 end)

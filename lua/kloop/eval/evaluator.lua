@@ -285,7 +285,10 @@ function Evaluator:prepare(src, opts)
     local at = b.case and (" at " .. self:case_text(b.case)) or ""
     if job.rejected then return nil, { verdict = "rejected", reason = job.log .. at }, job end
     if job.cache_error then
-      -- (the driver stops the run on this one: every candidate would fail the same way)
+      -- (the driver stops the run on this one: every candidate would fail the same way;
+      -- cache_failed keeps it for the paths that do not return it to the driver: an A/B,
+      -- the sentinel's re-evaluation, a profile)
+      self.cache_failed = job.cache_error
       return nil, { verdict = "launch_error", infrastructure = true, cache_error = true, reason = job.cache_error }, job
     end
     if not job.ok then

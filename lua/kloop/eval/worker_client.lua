@@ -584,7 +584,11 @@ function W:start_worker()
     -- (sizes compiled in: the reference gets each case's size defines too, one binary per case)
     local built = self:compile_all(ref_src, ref_opts)
     for _, b in ipairs(built) do
-      if b.job.cache_error then self:kill() self.cache_error = b.job.cache_error return nil, b.job.cache_error end
+      if b.job.cache_error then
+        self:kill()
+        self.cache_error, self.cache_failed = b.job.cache_error, b.job.cache_error
+        return nil, b.job.cache_error
+      end
       if not b.job.ok then
         self:kill()
         return nil, "the reference does not compile" .. (b.case and (" at " .. self:case_text(b.case)) or "") .. ":\n"
@@ -616,7 +620,11 @@ function W:start_worker()
   if self:backend() == "cuda" then
     for _, k in ipairs(own_kernels) do
       local j = compile.compile(k[2], { arch = self.arch, name = k[3] })
-      if j.cache_error then self:kill() self.cache_error = j.cache_error return nil, j.cache_error end
+      if j.cache_error then
+        self:kill()
+        self.cache_error, self.cache_failed = j.cache_error, j.cache_error
+        return nil, j.cache_error
+      end
       if not j.ok then
         self:kill()
         return nil, "kloop's " .. k[4] .. " kernel does not compile:\n" .. compile.filter_log(j.log)

@@ -114,6 +114,13 @@ function Ctx:evaluate(cand, done)
   return self:settle(cand, r)
 end
 
+-- The compile cache's failure an evaluator met (Evaluator:prepare's cache_failed), or nil.
+function Ctx:cache_failure()
+  for _, e in ipairs(self.pool and self.pool.evs or { self.ev }) do
+    if type(e) == "table" and e.cache_failed then return e.cache_failed end
+  end
+end
+
 -- Counts a verdict (and uncounts the one it replaces, if any).
 function Ctx:count_verdict(new, old)
   if old then
@@ -184,6 +191,9 @@ function Ctx:settle(cand, r)
   self:spend("store", ts)
   -- a fact the store could not keep stops the run (M.run says what was kept)
   if self.store and self.store.failed then error(M.STORE_STOP, 0) end
+  -- and so does a compile cache that could not keep a binary, met on any path (an A/B)
+  local cf = self:cache_failure()
+  if cf then error(cf, 0) end
   local pmode = self.opts.profile
   if r.verdict == "ok" and r.stage ~= "screened" and (pmode == "all" or (pmode == "best" and cand.improved)) then
     self:profile(cand)
