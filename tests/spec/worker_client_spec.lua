@@ -296,6 +296,38 @@ describe("kloop.eval worker requests", function()
   end)
 end)
 
+-- W:prespawn (the driver, before its GPU probe): the worker is spawned and its hello
+-- sent at once; the start reads that hello and spawns no second worker
+describe("kloop.eval a worker spawned ahead", function()
+  it("is the worker the start uses, its hello read once", function()
+    local ev = eval.new(assert(taskmod.load("examples/cpu/sgemm.c")))
+    local spawns = 0
+    local spawn = ev.spawn
+    ev.spawn = function(self) spawns = spawns + 1 return spawn(self) end
+    assert.is_true((ev:prespawn()))
+    assert.are.equal(1, spawns)
+    local pid = ev.proc.pid
+    assert.is_true((ev:start()))
+    assert.are.equal(1, spawns, "a second worker was spawned")
+    assert.are.equal(pid, ev.proc.pid)
+    assert.is_table(ev.gpu, "the hello's facts")
+    -- and it evaluates
+    local r = ev:evaluate(nil, { timing = { min_reps = 2, max_reps = 2, budget = 0 } })
+    assert.are.equal("ok", r.verdict, tostring(r.reason))
+    ev:close()
+  end)
+
+  it("is stopped by close when the run ends before its start", function()
+    local ev = eval.new(assert(taskmod.load("examples/cpu/sgemm.c")))
+    assert.is_true((ev:prespawn()))
+    local pid = ev.proc.pid
+    ev:close()
+    assert.is_nil(ev.proc)
+    assert.is_nil(ev.hello_sent)
+    assert.is_false(os.execute("kill -0 " .. pid .. " 2>/dev/null") == 0, "the worker outlived close")
+  end)
+end)
+
 describe("kloop.eval worker ownership", function()
   it("kills and reaps the worker of an evaluator dropped without close()", function()
     local ev = eval.new(assert(taskmod.load("examples/cpu/sgemm.c")))

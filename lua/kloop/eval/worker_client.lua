@@ -443,6 +443,30 @@ function W:request(req, timeout_s)
     self:kill()
     return nil, "crashed", serr
   end
+  return self:await(req, timeout_s)
+end
+
+-- The worker's hello request.
+function W:hello_request()
+  return { op = "hello", device = self.opts.device or 0, sandbox = self.opts.sandbox,
+    device_heap = self.task.device_heap, trace = self.opts.trace }
+end
+
+-- Spawns the worker and sends its hello now, without waiting for the answer, which
+-- start_worker reads: the worker's CUDA start then overlaps what the caller does
+-- meanwhile (kloop.search.driver: the GPU probe). True, or nil, msg (nothing started).
+function W:prespawn()
+  if self.proc or self.ready then return true end
+  local ok, err = self:spawn()
+  if not ok then return nil, err end
+  local sent, serr = self.proc:send(cjson.encode(self:hello_request()))
+  if not sent then self:kill() return nil, serr end
+  self.hello_sent = true
+  return true
+end
+
+-- The reply to req, sent already: W:request's second half.
+function W:await(req, timeout_s)
   -- work the caller left for while the worker runs a candidate (the driver's
   -- strategy.think), once; never during a start's hello or setup
   local hook = self.on_sent
@@ -506,6 +530,7 @@ function W:kill()
     end
     self.proc = nil
     self.ready = false
+    self.hello_sent = nil
   end
 end
 
@@ -516,6 +541,7 @@ function W:close()
     self.proc:close(self.opts.close_grace_ms or 2000)
     self.proc = nil
     self.ready = false
+    self.hello_sent = nil
   end
 end
 
@@ -570,10 +596,17 @@ function W:start_worker()
   end
   -- (a restart: the arch an earlier hello said, before the probe's)
   start_compiles(self.opts.arch or (self.gpu and self.gpu.arch) or (self.opts.gpu_hint and self.opts.gpu_hint.arch))
-  local ok, err = self:spawn()
-  if not ok then return nil, "cannot start a worker: " .. err end
-  local hello, kind, msg = self:request({ op = "hello", device = self.opts.device or 0,
-    sandbox = self.opts.sandbox, device_heap = self.task.device_heap, trace = self.opts.trace }, 60)
+  local hello, kind, msg
+  if self.hello_sent and self.proc then
+    -- (spawned ahead, its hello sent: W:prespawn)
+    self.hello_sent = nil
+    hello, kind, msg = self:await({ op = "hello" }, 60)
+  else
+    self.hello_sent = nil
+    local ok, err = self:spawn()
+    if not ok then return nil, "cannot start a worker: " .. err end
+    hello, kind, msg = self:request(self:hello_request(), 60)
+  end
   if not hello then return nil, "worker did not start (" .. kind .. "): " .. msg .. "\n" .. self:output_tail() end
   if not hello.ok then self:kill() return nil, hello.error end
   self.gpu = hello.gpu

@@ -646,12 +646,6 @@ function M.run(strategy, path, args)
   if not target then util.eprintf("kloop: %s needs a TARGET (a task's kernel)\n%s", path, M.help(strategy, path)) return 2 end
   local task, err = taskmod.load(target)
   if not task then util.eprintf("kloop: %s\n", err) return 1 end
-  -- the GPU's facts go into the run's provenance (name, arch, driver)
-  local gpu_facts = task.backend == "cuda" and gpu.probe(0) or nil
-  if task.backend == "cuda" and not gpu_facts then
-    util.eprintf("kloop: no GPU here for %s; try a host task (examples/cpu/*.c)\n", target)
-    return 1
-  end
   if opts.profile ~= "best" and opts.profile ~= "all" and opts.profile ~= "none" then
     util.eprintf("kloop: --profile %s: give best, all or none\n", tostring(opts.profile))
     return 2
@@ -673,17 +667,32 @@ function M.run(strategy, path, args)
     util.eprintf("kloop: --llm-max-reply %s: give a size (bytes, or 512k, 1M)\n", opts.llm_max_reply)
     return 2
   end
-  local ctx = setmetatable({ task = task, gpu = gpu_facts, opts = opts, history = {}, verdicts = {}, stages = {},
-    t0 = sys.now(), done_keys = {}, rng = rng.new(opts.seed), strategy = strategy, path = path, target = target, given = given }, Ctx)
-  -- (gpu_hint: the probe's arch, so the worker's first compiles start before its hello)
-  ctx.ev = eval.new(task, { deadline = opts.deadline > 0 and opts.deadline or nil, gpu_hint = gpu_facts,
+  local ctx
+  local ev = eval.new(task, { deadline = opts.deadline > 0 and opts.deadline or nil,
     on_reevaluate = function(result) ctx:reevaluated(result) end,
     log = function(line) if not opts.quiet then util.eprintf("kloop: %s\n", line) end end })
+  -- one local worker on GPU 0 (the usual case): it is spawned, its hello sent, before the
+  -- probe below, so its CUDA start overlaps the probe's (W:prespawn)
+  if task.backend == "cuda" and opts.gpus == "" and opts.remote_workers == "" and opts.workers <= 1 then
+    pcall(ev.prespawn, ev)
+  end
+  -- the GPU's facts go into the run's provenance (name, arch, driver)
+  local gpu_facts = task.backend == "cuda" and gpu.probe(0) or nil
+  if task.backend == "cuda" and not gpu_facts then
+    ev:close()
+    util.eprintf("kloop: no GPU here for %s; try a host task (examples/cpu/*.c)\n", target)
+    return 1
+  end
+  -- (gpu_hint: the probe's arch, so the worker's first compiles start before its hello)
+  ev.opts.gpu_hint = gpu_facts
+  ctx = setmetatable({ task = task, gpu = gpu_facts, opts = opts, history = {}, verdicts = {}, stages = {},
+    t0 = sys.now(), done_keys = {}, rng = rng.new(opts.seed), strategy = strategy, path = path, target = target, given = given }, Ctx)
+  ctx.ev = ev
   local okp, perr = require("kloop.search.workers").build(ctx, eval)
-  if not okp then util.eprintf("kloop: %s\n", perr) return 2 end
+  if not okp then ev:close() util.eprintf("kloop: %s\n", perr) return 2 end
   if not opts.no_store then
     local s, serr = require("kloop.store.run").open(ctx, opts.db ~= "" and opts.db or nil)
-    if not s then util.eprintf("kloop: store: %s\n", serr) return 1 end
+    if not s then ev:close() util.eprintf("kloop: store: %s\n", serr) return 1 end
     ctx.store = s
     ctx.run_id = s.run_id
   end
