@@ -8,8 +8,9 @@ local M = {}
 M.usage = common.usage([[
 usage: kloop best [RUN] [--db PATH] [--json]
 
-The verified candidate (verdict ok) with the lowest median time, in RUN or in every
-run of the store.
+The best verified candidate (verdict ok, a full evaluation) of RUN: the last one the
+run crowned, which beat the best before it in an interleaved A/B (a run stored before
+crowning by A/B: the lowest median). Without RUN, the fastest of every run's best.
 ]])
 
 function M.main(argv)

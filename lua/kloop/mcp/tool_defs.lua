@@ -122,9 +122,9 @@ M.list = {
     annotations = READ_ONLY,
     outputSchema = { type = "object", required = array({ "total", "truncated", "candidates" }), properties = {
       run_id = INT, total = INT, truncated = { type = "boolean" }, candidates = { type = "array", items = ROW } } } },
-  { name = "best", title = "The fastest verified candidate",
-    description = "The verified candidate of this run with the lowest median time, and its speedup over the " ..
-      "task's own kernel when the run measured it.",
+  { name = "best", title = "The best verified candidate",
+    description = "The best verified candidate of this run (the last one it crowned by an A/B against the best " ..
+      "before it), and its speedup over the task's own kernel when the run measured it.",
     inputSchema = obj({ include_source = { type = "boolean", description = "also return its source" } }),
     annotations = READ_ONLY,
     outputSchema = { type = "object", required = array({ "found" }), properties = {
