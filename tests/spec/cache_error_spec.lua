@@ -57,4 +57,17 @@ describe("a compile cache that cannot keep binaries", function()
     assert.is_false(ok)
     assert.are.equal(reason, err)
   end)
+
+  -- and in the profile of a new best, after the A/B
+  it("stops the run when the best's profile met it", function()
+    local reason = "kloop's compile cache /x cannot keep the binary (No space left on device)"
+    local ctx = setmetatable({ ev = {}, opts = { cascade = "off", profile = "best", timing_budget = 0.1, quiet = true },
+      history = {}, verdicts = {}, stages = {} }, driver.Ctx)
+    function ctx.progress() end
+    function ctx.write_report() end
+    function ctx.profile(self) self.ev.cache_failed = reason end
+    local ok, err = pcall(ctx.settle, ctx, { source = "c" }, { verdict = "ok", time_ms = 1, stage = "full" })
+    assert.is_false(ok, "the run went on")
+    assert.are.equal(reason, err)
+  end)
 end)

@@ -172,6 +172,39 @@ describe("kloop.eval sentinel", function()
     end
     assert.are.equal(#results + 1, #told) -- "good" was judged since the last sentinel too
   end)
+
+  -- a re-evaluation that meets kloop's own failure (a compile cache that cannot keep a
+  -- binary) leaves the results as they were; the driver stops on the evaluator's flag
+  it("keeps the results when a re-evaluation meets a compile cache failure", function()
+    local poisoned, cache_full = true, false
+    local full = { verdict = "launch_error", infrastructure = true, cache_error = true, reason = "full" }
+    local ev = scripted({
+      good = function() return cache_full and full or { verdict = "ok", time_ms = 2 } end,
+      other = function()
+        if cache_full then return { verdict = "launch_error", infrastructure = true, cache_error = true, reason = "full" } end
+        return poisoned and { verdict = "wrong" } or { verdict = "ok", time_ms = 1.5 }
+      end,
+      sentinel = function() return poisoned and { verdict = "wrong" } or { verdict = "ok" } end,
+    })
+    local told = {}
+    ev.opts.on_reevaluate = function(r) told[#told + 1] = r end
+    local good = ev:evaluate("good")
+    local results = {}
+    for i = 1, eval.SENTINEL_STREAK - 1 do results[i] = ev:evaluate("other") end
+    ev.kill = function() poisoned = false end
+    local answers_good = ev.submit
+    ev.submit = function(self, op, src, opts, extra)
+      -- (after the restart, every compile fails: the disk filled up)
+      if not (extra and extra.verify_only) and self.sentinel_trips then cache_full = true end
+      return answers_good(self, op, src, opts, extra)
+    end
+    results[#results + 1] = ev:evaluate("other")
+    assert.are.equal(1, ev.sentinel_trips)
+    assert.are.equal("ok", good.verdict, "a good result was overwritten by kloop's own failure")
+    assert.are.equal(2, good.time_ms)
+    assert.is_nil(good.reevaluated)
+    assert.are.equal(0, #told)
+  end)
 end)
 
 describe("implicit parameters (a task that declares none still has something to tune)", function()

@@ -286,6 +286,37 @@ describe("one worker: compiled candidates first, settled in proposal order", fun
     assert.is_nil(ctx.next_exact)
   end)
 
+  -- a result run ahead that the budget's cut of the next batch leaves out is not
+  -- claimed: it settles first, and the batch is cut after it (no overrun)
+  it("never claims a result run ahead beyond the budget's room", function()
+    local _, ctx, S = borrowing({ "n1", "a", "b", "A" })
+    ctx.opts.budget = 3
+    table.insert(ctx.history, 1, { source = "base", proposer = "baseline", result = OK(4) })
+    local b1 = ctx:fresh_batch(cands("a", "b"))
+    assert.is_true((ctx:evaluate_ready_first(b1, order_of(b1), S, protected)))
+    local next_cands = cands("A", "n1") -- (n1 named second: the room of 1 takes A)
+    assert.is_true((ctx:claim_pre(next_cands, S, protected)))
+    assert.are.same({ "a", "b", "n1" }, S.seen)
+    assert.are.same({}, ctx:fresh_batch(next_cands))
+    assert.is_true(#ctx.history - 1 <= ctx.opts.budget)
+  end)
+
+  -- a batch whose results all ran ahead sends no request: think still runs before any
+  -- of them reaches the strategy
+  it("runs think before settling a batch whose results all ran ahead", function()
+    local ev, ctx, S = borrowing({ "n1", "n2", "a", "b" })
+    local b1 = ctx:fresh_batch(cands("a", "b"))
+    assert.is_true((ctx:evaluate_ready_first(b1, order_of(b1), S, protected)))
+    assert.are.same({ "full n1", "full n2", "full a", "full b" }, { ev.calls[1], ev.calls[2], ev.calls[3], ev.calls[4] })
+    local seen_at_think
+    function S.think() seen_at_think = #S.seen return nil end
+    ctx:arm_think(S, 2)
+    local b2 = ctx:fresh_batch(cands("n1", "n2"))
+    assert.is_true((ctx:evaluate_ready_first(b2, order_of(b2), S, protected)))
+    assert.are.equal(2, seen_at_think, "think saw a result of its own batch")
+    assert.are.same({ "a", "b", "n1", "n2" }, S.seen)
+  end)
+
   -- the guess past think's choice compiles from think on, not from the next propose
   it("queues the strategy's upcoming as guesses when think chose a batch", function()
     local ev = fake_ev({}, {})

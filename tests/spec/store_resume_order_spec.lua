@@ -24,4 +24,16 @@ describe("a resumed run's history", function()
     ctx:recompute_best()
     assert.are.equal("n1", ctx.best.source)
   end)
+
+  -- a sentinel's re-evaluation writes a later row for a candidate settled early: the
+  -- candidate keeps its place (its first evaluation), with the latest result
+  it("keeps a re-evaluated candidate at its first evaluation's place", function()
+    local x = { id = 1, source = "x", proposer = "tune", evaluation = { id = 20, verdict = "ok", time_ms = 2 },
+      evaluations = { { id = 11 }, { id = 20 } } }
+    local y = { id = 2, source = "y", proposer = "tune", evaluation = { id = 12, verdict = "ok", time_ms = 1 },
+      evaluations = { { id = 12 } } }
+    local got = setmetatable({ resumed = { candidates = { y, x } } }, run.Run):restored()
+    assert.are.same({ "x", "y" }, { got[1].source, got[2].source })
+    assert.are.equal(20, got[1].evaluation_store_id)
+  end)
 end)

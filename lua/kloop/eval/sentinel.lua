@@ -55,6 +55,9 @@ function S:run_sentinel()
   for _, j in ipairs(again) do
     local new = self:judge(j.result.stage == "screened" and "screened" or "full", j.src, j.opts or {})
     local old = j.result
+    -- (kloop's own failure, a compile cache that cannot keep a binary, says nothing of
+    -- the candidate: its result stays, and the driver stops on the evaluator's flag)
+    if new.cache_error then break end
     local previous = { verdict = old.verdict, reason = old.reason, time_ms = old.time_ms }
     for k in pairs(old) do old[k] = nil end
     for k, v in pairs(new) do old[k] = v end

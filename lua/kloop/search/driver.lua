@@ -191,13 +191,14 @@ function Ctx:settle(cand, r)
   self:spend("store", ts)
   -- a fact the store could not keep stops the run (M.run says what was kept)
   if self.store and self.store.failed then error(M.STORE_STOP, 0) end
-  -- and so does a compile cache that could not keep a binary, met on any path (an A/B)
-  local cf = self:cache_failure()
-  if cf then error(cf, 0) end
   local pmode = self.opts.profile
   if r.verdict == "ok" and r.stage ~= "screened" and (pmode == "all" or (pmode == "best" and cand.improved)) then
     self:profile(cand)
   end
+  -- and so does a compile cache that could not keep a binary, met on any path (an A/B,
+  -- the profile)
+  local cf = self:cache_failure()
+  if cf then error(cf, 0) end
   ts = sys.now()
   self:progress(cand)
   self:write_report(false)
@@ -485,6 +486,17 @@ function Ctx:evaluate_ready_first(list, order, strategy, protected)
   -- settled, each once the ones before it are (not before the strategy's think has
   -- fired: it must see no result of the batch), so a kill loses little.
   local settled, serr = 0, nil
+  -- (think must run before any result of the batch reaches the strategy: where no
+  -- request of the loop fires it, all results claimed or refused before a request, it
+  -- runs here)
+  local function fire_think()
+    local f = self.ev.on_sent
+    if f then
+      self.ev.on_sent = nil
+      f()
+    end
+  end
+  if #left == 0 then fire_think() end
   local function settle_ready()
     if self.ev.on_sent then return true end
     while settled < #list and results[settled + 1] do
@@ -531,6 +543,7 @@ function Ctx:evaluate_ready_first(list, order, strategy, protected)
   if serr then return false, serr end
   -- Ctrl-C: nothing more runs (no A/B); the stored proposals are run again on --resume
   if not ok and sys.is_interrupt(msg) then return ok, msg end
+  fire_think()
   -- what ran is settled, even when a budget stopped the loop above; then what ran ahead
   -- for this batch that it did not claim (Ctx:claim_pre settles those before a batch)
   local rest_list, rest = {}, {}
@@ -549,20 +562,25 @@ end
 -- they ran, so they count against the budget before the batch is cut to it; no more
 -- runs ahead in this run, and the user is told once. Returns ok, msg.
 function Ctx:claim_pre(cands, strategy, protected)
-  if not (self.pre and next(self.pre)) then return true end
-  local named = {}
-  for _, c in ipairs(cands or {}) do if not c.skip then named[M.key(c)] = true end end
-  local unclaimed = {}
-  for key, p in pairs(self.pre) do
-    if not named[key] then unclaimed[key] = p self.pre[key] = nil end
+  -- (claimed: among the candidates the batch will take, cut to the budget's room; the
+  -- room shrinks as unclaimed ones settle, so until nothing more is unclaimed)
+  while self.pre and next(self.pre) do
+    local named = {}
+    for _, c in ipairs(self:fresh_batch(cands or {})) do named[M.key(c)] = true end
+    local unclaimed = {}
+    for key, p in pairs(self.pre) do
+      if not named[key] then unclaimed[key] = p self.pre[key] = nil end
+    end
+    if not next(unclaimed) then return true end
+    if not self.exact_broken and not self.opts.quiet then
+      util.eprintf("kloop: the strategy's think named its next batch exactly (exact = true), but propose gave another;"
+        .. " the candidates run ahead are kept, and none runs ahead from here\n")
+    end
+    self.exact_broken = true
+    local ok, msg = self:settle_pre(unclaimed, strategy, protected)
+    if not ok then return ok, msg end
   end
-  if not next(unclaimed) then return true end
-  if not self.exact_broken and not self.opts.quiet then
-    util.eprintf("kloop: the strategy's think named its next batch exactly (exact = true), but propose gave another;"
-      .. " the candidates run ahead are kept, and none runs ahead from here\n")
-  end
-  self.exact_broken = true
-  return self:settle_pre(unclaimed, strategy, protected)
+  return true
 end
 
 -- Of the next batch the strategy named exactly (think's list with exact = true), the

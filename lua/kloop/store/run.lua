@@ -183,19 +183,25 @@ end
 
 -- The stored candidates of a resumed run that have an evaluation (crashed ones
 -- included), as driver candidates with results, in the order they were settled (their
--- evaluations' ids): a batch may run its candidates, and one of the next batch, out of
+-- first evaluations' ids): a batch may run its candidates, and one of the next batch, out of
 -- proposal order, and the best is the last one crowned in settle order, as DB:best says.
 function A:restored()
   local out = {}
+  local first = {}
   for _, c in ipairs(self.resumed and self.resumed.candidates or {}) do
     if c.evaluation then
       local cand = as_cand(c)
       cand.result = c.evaluation
       cand.evaluation_store_id = c.evaluation.id
       out[#out + 1] = cand
+      -- (settled when its first evaluation was written: a sentinel's re-evaluation
+      -- writes a later row, with the result it replaces in place)
+      local f = c.evaluation.id
+      for _, e in ipairs(c.evaluations or {}) do if e.id and (not f or e.id < f) then f = e.id end end
+      first[cand] = f or 0
     end
   end
-  table.sort(out, function(a, b) return (a.evaluation_store_id or 0) < (b.evaluation_store_id or 0) end)
+  table.sort(out, function(a, b) return first[a] < first[b] end)
   return out
 end
 
