@@ -32,6 +32,20 @@ function M.write_file(path, data)
   return true
 end
 
+-- Writes data to path through a temp file in the same folder and a rename, so a reader
+-- never sees half a file: true, or nil, msg (the temp file removed).
+function M.replace_file(path, data)
+  local tmp = string.format("%s.tmp.%d", path, tonumber(require("kloop.core.sys").getpid()))
+  local ok, err = M.write_file(tmp, data)
+  if not ok then return nil, "cannot write " .. path .. ": " .. tostring(err) end
+  local rok, rerr = os.rename(tmp, path)
+  if not rok then
+    os.remove(tmp)
+    return nil, "cannot replace " .. path .. ": " .. tostring(rerr)
+  end
+  return true
+end
+
 function M.dirname(path)
   local d = path:match("^(.*)/[^/]*$")
   if d == nil then return "." end

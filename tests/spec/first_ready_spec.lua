@@ -40,6 +40,28 @@ describe("Evaluator:first_ready", function()
     assert.are.equal(1, ev:first_ready({ cand(3), c2 }))
   end)
 
+  -- more: candidates looked at only when all of cands still compile (the driver's run
+  -- ahead), taken at once when one of them is ready
+  it("asks more only when all compile, and takes a ready one of it without a wait", function()
+    local ev, fired = evaluator()
+    local c6, c7, ready = cand(6), cand(7), cand(8)
+    ev:queue_compiles({ ready })
+    local job = ev:compile_jobs(ready)[1]
+    local t0 = sys.now()
+    while not compile.ready(job) and sys.now() - t0 < 60 do compile.pump(10) end
+    local asked = 0
+    local function more() asked = asked + 1 return { ready } end
+    assert.are.equal(1, ev:first_ready({ ready, c6 }, more))
+    assert.are.equal(0, asked, "more was asked with a ready candidate in hand")
+    ev:queue_compiles({ c6, c7 }) -- (one compiler: c6 compiles, c7 waits)
+    local list = { c6, c7 }
+    assert.are.equal(3, ev:first_ready(list, more))
+    assert.are.equal(1, asked)
+    assert.are.equal(ready, list[3])
+    assert.are.equal(0, ev.waited_compiles or 0)
+    assert.are.equal(0, fired())
+  end)
+
   it("waits for whichever finishes first while all compile, and runs think in the wait", function()
     local ev, fired = evaluator(0.05)
     local c4, c5 = cand(4), cand(5)

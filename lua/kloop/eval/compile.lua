@@ -274,18 +274,11 @@ end
 local function store(job, log, cubin, lowered)
   local dir, cpath, lpath, npath = cache_paths(job.key)
   util.mkdir_p(dir)
-  -- Write then rename, so a reader never sees half a file.
-  local function put(path, data)
-    local tmp = path .. ".tmp" .. sys.getpid()
-    local ok, err = util.write_file(tmp, data)
-    if ok then ok, err = os.rename(tmp, path) end
-    if not ok then os.remove(tmp) end
-    return ok, err
-  end
+  -- (each through a temp file and a rename: a reader never sees half a cubin)
   local ok, err = true, nil
-  if #(job.name_exprs or {}) > 0 then ok, err = put(npath, lowered or "") end
-  if ok then ok, err = put(cpath, cubin) end
-  if ok then ok, err = put(lpath, log) end
+  if #(job.name_exprs or {}) > 0 then ok, err = util.replace_file(npath, lowered or "") end
+  if ok then ok, err = util.replace_file(cpath, cubin) end
+  if ok then ok, err = util.replace_file(lpath, log) end
   if not ok then
     -- (io's "PATH: why": the why)
     return nil, string.format("kloop's compile cache %s cannot keep the binary (%s): free space there, or set "

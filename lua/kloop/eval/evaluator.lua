@@ -270,14 +270,10 @@ function Evaluator:prepare(src, opts)
   local built = self:compile_all(src, opts)
   self:spend("compile", tc)
   -- (a binary compiled ahead, by precompile or upcoming, is found at once)
-  self.waited_compiles = (self.waited_compiles or 0) + (sys.now() - tc > 0.005 and 1 or 0)
   if sys.now() - tc > 0.005 then
     -- what was waited for (kloop.eval.compile's wait_state): a binary foreseen but still
     -- queued or compiling, or one no guess named
-    local state = built[#built].job.wait_state or "compiling"
-    self.waited_by = self.waited_by or {}
-    self.waited_by[state] = (self.waited_by[state] or 0) + 1
-    M.log_wait(state, sys.now() - tc, built[#built].job)
+    self:count_wait(built[#built].job.wait_state or "compiling", sys.now() - tc, built[#built].job)
   end
   self.prepared = (self.prepared or 0) + 1
   for _, b in ipairs(built) do
@@ -412,11 +408,41 @@ end
 -- its evaluation would not wait for a compiler (the host backend compiles in the worker:
 -- always ready).
 function Evaluator:compiled(c)
-  if self:backend() == "host" then return true end
+  local _, pending, none = self:compile_counts(c)
+  return pending == 0 and none == 0
+end
+
+-- Of the binaries a candidate ({source, defines}) needs: how many are ready (cached, or
+-- their background job done), pending (queued or compiling in the background) and
+-- neither (an evaluation would compile them itself). The host backend: all ready.
+function Evaluator:compile_counts(c)
+  if self:backend() == "host" then return 1, 0, 0 end
+  local ready, pending, none = 0, 0, 0
   for _, job in ipairs(self:compile_jobs(c)) do
-    if not compile.ready(job) then return false end
+    if compile.ready(job) then ready = ready + 1
+    elseif compile.pending(job) then pending = pending + 1
+    else none = none + 1 end
   end
-  return true
+  return ready, pending, none
+end
+
+-- A compile an evaluation waited for: counted (waited_compiles, waited_by[state] for the
+-- time line) and, with KLOOP_WAITS_LOG=FILE (benches), a line appended to FILE: the
+-- wait, what it was (label, else state), the job's age and compile seconds, the
+-- compilers running and queued.
+function Evaluator:count_wait(state, seconds, job, label)
+  self.waited_compiles = (self.waited_compiles or 0) + 1
+  self.waited_by = self.waited_by or {}
+  self.waited_by[state] = (self.waited_by[state] or 0) + 1
+  local path = os.getenv("KLOOP_WAITS_LOG")
+  if not path or path == "" then return end
+  local f = io.open(path, "a")
+  if not f then return end
+  local bg = compile.background
+  f:write(string.format("%.3f wait %.3f %s age %.3f compile %s urgent %s running %d queued %d\n", sys.now(), seconds,
+    label or state, job and job.started and (sys.now() - job.started) or -1, tostring(job and job.seconds),
+    tostring(job and job.urgent or false), #bg.running, #bg.queue))
+  f:close()
 end
 
 -- Of cands ({source, defines}, in the caller's order of preference), the index of the
@@ -424,60 +450,47 @@ end
 -- them is pending in the background (it compiles when evaluated). While every one is
 -- still compiling or queued, waits for the first to finish, reading the compilers (the
 -- wait counts as compiling, one binary waited for; the strategy's think, when armed,
--- runs at its start). Ctrl-C ends the wait.
--- KLOOP_WAITS_LOG=FILE (benches): one line per compile an evaluation waited for: the
--- wait, what it was, the job's age and compile seconds, the compilers running and queued.
-function M.log_wait(state, seconds, job)
-  local path = os.getenv("KLOOP_WAITS_LOG")
-  if not path or path == "" then return end
-  local f = io.open(path, "a")
-  if not f then return end
-  local bg = compile.background
-  f:write(string.format("%.3f wait %.3f %s age %.3f compile %s urgent %s running %d queued %d\n", sys.now(), seconds,
-    state, job and job.started and (sys.now() - job.started) or -1, tostring(job and job.seconds),
-    tostring(job and job.urgent or false), #bg.running, #bg.queue))
-  f:close()
-end
-
-function Evaluator:first_ready(cands)
+-- runs at its start, its time counted as think). more (optional): a function giving
+-- further candidates, asked only when all of cands are still compiling, and appended
+-- to cands, which the index then counts in. Ctrl-C ends the wait.
+function Evaluator:first_ready(cands, more)
   if self:backend() == "host" then return 1 end
   local t0
   while true do
     for i, c in ipairs(cands) do
-      local pending = false
-      for _, job in ipairs(self:compile_jobs(c)) do
-        if not compile.ready(job) and compile.pending(job) then pending = true break end
-      end
-      if not pending then
+      local _, pending = self:compile_counts(c)
+      if pending == 0 then
         if t0 then
-          M.log_wait("first of " .. #cands, sys.now() - t0, nil)
           self:spend("compile", t0)
-          self.waited_compiles = (self.waited_compiles or 0) + 1
-          self.waited_by = self.waited_by or {}
-          self.waited_by.compiling = (self.waited_by.compiling or 0) + 1
+          self:count_wait("compiling", sys.now() - t0, nil, "first of " .. #cands)
         end
         return i
       end
     end
-    if not t0 then
-      -- the strategy's think (armed for the batch's first request, kloop.search.driver
-      -- arm_think) runs in this wait instead: the CPU is idle here as well, and what it
-      -- returns starts compiling sooner (its time counted as think, not compiling)
-      if self.on_sent then
-        local f, tt = self.on_sent, sys.now()
-        self.on_sent = nil
-        f()
-        self.spent.think = (self.spent.think or 0) + (sys.now() - tt)
+    if more then
+      -- (looked for only now, then scanned at once: no evaluation that finds its binary
+      -- ready pays for them)
+      for _, c in ipairs(more()) do cands[#cands + 1] = c end
+      more = nil
+    else
+      if not t0 then
+        -- (the CPU is idle in this wait as well, and what think returns compiles sooner)
+        if self.on_sent then
+          local f, tt = self.on_sent, sys.now()
+          self.on_sent = nil
+          f()
+          self.spent.think = (self.spent.think or 0) + (sys.now() - tt)
+        end
+        t0 = sys.now()
       end
-      t0 = sys.now()
+      -- (past a compile's deadline something is amiss: the evaluation's own wait decides)
+      if sys.now() - t0 > compile.default_deadline + 5 then
+        self:spend("compile", t0)
+        return 1
+      end
+      compile.pump(M.FIRST_READY_WAIT_MS)
+      sys.check_interrupt()
     end
-    -- (past a compile's deadline something is amiss: the evaluation's own wait decides)
-    if sys.now() - t0 > compile.default_deadline + 5 then
-      self:spend("compile", t0)
-      return 1
-    end
-    compile.pump(M.FIRST_READY_WAIT_MS)
-    sys.check_interrupt()
   end
 end
 M.FIRST_READY_WAIT_MS = 5
@@ -491,13 +504,16 @@ function Evaluator:evaluate(src, opts)
   return result
 end
 
+-- (the seconds the evaluator's own account already names: the worker's start, compiling, the worker)
+local function accounted(self) return (self.spent.compile or 0) + (self.spent.worker or 0) + (self.spent.start or 0) end
+
 -- One evaluation at a stage ("full" or "screened"), for evaluate, screen and the
 -- sentinel's re-evaluations alike: the request, the derived rates, the stage and the
 -- wall time on the result, and the slowest verified bench time kept for deadlines (a
 -- screened median is a real bench time too: it may only lengthen them).
 function Evaluator:judge(stage, src, opts)
   local t0 = sys.now()
-  local before = (self.spent.compile or 0) + (self.spent.worker or 0) + (self.spent.start or 0)
+  local before = accounted(self)
   local extra
   if stage == "screened" then extra = { screen_case = self:screen_case().label }
   elseif opts.verify_only then extra = { verify_only = true } end
@@ -505,8 +521,7 @@ function Evaluator:judge(stage, src, opts)
   result.stage = stage
   result.wall_seconds = sys.now() - t0
   -- (the evaluator's own host work around the request: plans, binaries read, results)
-  self.spent.host = (self.spent.host or 0) + result.wall_seconds
-    - ((self.spent.compile or 0) + (self.spent.worker or 0) + (self.spent.start or 0) - before)
+  self.spent.host = (self.spent.host or 0) + result.wall_seconds - (accounted(self) - before)
   if result.verdict == "ok" and result.time_ms and (not self.work_ref or result.time_ms > self.work_ref.ms) then
     self.work_ref = { ms = result.time_ms }
   end
@@ -550,9 +565,8 @@ end
 -- and what `extra` adds) and returns the annotated result: a verdict for any failure on
 -- the way, infrastructure = true where kloop itself could not run it.
 function Evaluator:submit(op, src, opts, extra)
-  self.cache_error = nil
-  local ok, err = self:start()
-  if not ok then return { verdict = "launch_error", reason = err, infrastructure = true, cache_error = self.cache_error and true } end
+  local ok, err, kind = self:start()
+  if not ok then return { verdict = "launch_error", reason = err, infrastructure = true, cache_error = kind == "cache" or nil } end
   local req, result, job = self:prepare(src, opts)
   if req then
     req.op = op

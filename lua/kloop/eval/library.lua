@@ -91,8 +91,8 @@ function M.child(call, m, n, k, warmup, reps)
   proc.chan_send(4, cjson.encode(reply))
 end
 
--- Starts the timing child for task.library (it opens CUDA and cuBLAS while the caller
--- goes on): a handle for M.finish, or nil, msg. opts.exe: the kloop binary (default:
+-- Starts the timing child for task.library (it loads cuBLAS's library while the caller
+-- goes on, and waits for M.finish's go): a handle for M.finish, or nil, msg. opts.exe: the kloop binary (default:
 -- this one); opts.argv: another child's command line, speaking M.child's protocol.
 function M.begin(task, opts)
   opts = opts or {}
@@ -167,11 +167,6 @@ function M.cache_file(g, task, exe)
   return dir, dir .. "/library-" .. sys.hex64(sys.hash64(key)) .. ".json"
 end
 
--- The driver's hook at the start of a search (after the baseline): the task's library
--- reference, measured once per GPU (and driver, sizes, kloop binary) and cached like
--- the peaks; prints one line and records it in the run (ctx.store, absent with
--- --no-store). A failure (no cuBLAS, no GPU) prints one line; the search goes on.
--- opts: measure's. Returns the measured table, or nil, msg.
 -- Why a run does not measure the reference (nil: it does).
 local function skip_reason(ctx)
   local task = ctx.task
@@ -195,14 +190,20 @@ local function kept(ctx, opts)
 end
 
 -- The driver's hook at the very start of a search (before the worker's): where at_start
--- will measure, its timing child begins now (ctx.library_child), so CUDA's and cuBLAS's
--- start overlap the worker's. A child that cannot start is left to at_start to say.
+-- will measure, its timing child begins now (ctx.library_child), so loading cuBLAS
+-- overlaps the worker's start. A child that cannot start is left to at_start to say.
 function M.early(ctx, opts)
   if skip_reason(ctx) or kept(ctx, opts) then return end
   local ok, h = pcall(M.begin, ctx.task, opts)
   if ok and h then ctx.library_child = h end
 end
 
+-- The driver's hook at the start of a search (after the baseline): the task's library
+-- reference, measured once per GPU (and driver, sizes, kloop binary) and cached like
+-- the peaks; prints one line and records it in the run (ctx.store, absent with
+-- --no-store). A failure (no cuBLAS, no GPU) prints one line; the search goes on. The
+-- child M.early began is told to go; without one, one is started now.
+-- opts: measure's. Returns the measured table, or nil, msg.
 function M.at_start(ctx, opts)
   local sys, util = require("kloop.core.sys"), require("kloop.util")
   local task = ctx.task
@@ -217,15 +218,14 @@ function M.at_start(ctx, opts)
     local okm
     if h then okm, r, merr = pcall(M.finish, h, opts)
     else okm, r, merr = pcall(M.measure, task, opts) end
-    if not okm then M.abandon(h) end
     if not okm then
+      M.abandon(h)
       if sys.is_interrupt(r) then error(r, 0) end
       r, merr = nil, tostring(r)
     end
     if r and file then
       util.mkdir_p(dir)
-      local tmp = file .. ".tmp" .. sys.getpid()
-      if util.write_file(tmp, cjson.encode(r)) then os.rename(tmp, file) end
+      util.replace_file(file, cjson.encode(r))
     end
   end
   sys.check_interrupt()

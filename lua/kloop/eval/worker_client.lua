@@ -550,9 +550,9 @@ end
 function W:start()
   if self.ready then return true end
   local t0 = sys.now()
-  local ok, err = self:start_worker()
+  local ok, err, kind = self:start_worker()
   self:spend("start", t0)
-  return ok, err
+  return ok, err, kind
 end
 
 function W:start_worker()
@@ -573,6 +573,12 @@ function W:start_worker()
   local ref_src = ref.baseline and self.task.source or ref.source
   local ref_opts = { name = ref.baseline and util.basename(self.task.kernel) or util.basename(ref.path),
     entries = { ref.entry or self.task.entry } }
+  -- (a compile cache that cannot keep a binary: kloop's failure, kept for the driver)
+  local function cache_stop(msg)
+    self:kill()
+    self.cache_failed = msg
+    return nil, msg, "cache"
+  end
   local started_for
   local function start_compiles(arch)
     if self:backend() ~= "cuda" or not arch or arch == started_for then return end
@@ -597,12 +603,12 @@ function W:start_worker()
   -- (a restart: the arch an earlier hello said, before the probe's)
   start_compiles(self.opts.arch or (self.gpu and self.gpu.arch) or (self.opts.gpu_hint and self.opts.gpu_hint.arch))
   local hello, kind, msg
-  if self.hello_sent and self.proc then
+  local prespawned = self.hello_sent and self.proc
+  self.hello_sent = nil
+  if prespawned then
     -- (spawned ahead, its hello sent: W:prespawn)
-    self.hello_sent = nil
     hello, kind, msg = self:await({ op = "hello" }, 60)
   else
-    self.hello_sent = nil
     local ok, err = self:spawn()
     if not ok then return nil, "cannot start a worker: " .. err end
     hello, kind, msg = self:request(self:hello_request(), 60)
@@ -617,11 +623,7 @@ function W:start_worker()
     -- (sizes compiled in: the reference gets each case's size defines too, one binary per case)
     local built = self:compile_all(ref_src, ref_opts)
     for _, b in ipairs(built) do
-      if b.job.cache_error then
-        self:kill()
-        self.cache_error, self.cache_failed = b.job.cache_error, b.job.cache_error
-        return nil, b.job.cache_error
-      end
+      if b.job.cache_error then return cache_stop(b.job.cache_error) end
       if not b.job.ok then
         self:kill()
         return nil, "the reference does not compile" .. (b.case and (" at " .. self:case_text(b.case)) or "") .. ":\n"
@@ -653,11 +655,7 @@ function W:start_worker()
   if self:backend() == "cuda" then
     for _, k in ipairs(own_kernels) do
       local j = compile.compile(k[2], { arch = self.arch, name = k[3] })
-      if j.cache_error then
-        self:kill()
-        self.cache_error, self.cache_failed = j.cache_error, j.cache_error
-        return nil, j.cache_error
-      end
+      if j.cache_error then return cache_stop(j.cache_error) end
       if not j.ok then
         self:kill()
         return nil, "kloop's " .. k[4] .. " kernel does not compile:\n" .. compile.filter_log(j.log)

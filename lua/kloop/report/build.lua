@@ -8,6 +8,7 @@
 local store = require("kloop.store.db")
 local data = require("kloop.report.data")
 local html = require("kloop.report.html")
+local util = require("kloop.util")
 
 local M = {}
 
@@ -39,23 +40,7 @@ function M.render(db_or_path, run_ids, opts)
 end
 
 -- Writes text to path through a temp file in the same folder and a rename.
-function M.replace_file(path, text)
-  local tmp = string.format("%s.tmp.%d", path, tonumber(require("kloop.core.sys").getpid()))
-  local f, err = io.open(tmp, "wb")
-  if not f then return nil, "cannot write " .. path .. ": " .. tostring(err) end
-  local ok, werr = f:write(text)
-  local cok, cerr = f:close()
-  if not ok or not cok then
-    os.remove(tmp)
-    return nil, "cannot write " .. path .. ": " .. tostring(werr or cerr)
-  end
-  local rok, rerr = os.rename(tmp, path)
-  if not rok then
-    os.remove(tmp)
-    return nil, "cannot replace " .. path .. ": " .. tostring(rerr)
-  end
-  return true
-end
+M.replace_file = util.replace_file
 
 function M.write(db_or_path, run_ids, out_path)
   local text, err = M.render(db_or_path, run_ids)

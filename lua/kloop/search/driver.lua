@@ -326,14 +326,20 @@ end
 -- CPU only (and is cached if proposed later). At most as many as the compilers that run
 -- at once, and never more than the budget still needs.
 function Ctx:compile_ahead(strategy, nbatch)
-  if not strategy.upcoming or self.opts.compile_ahead == false then return end
-  local n = math.min(self:room_after(nbatch), require("kloop.eval.compile").default_parallel)
-  if n <= 0 then return end
   local tp = sys.now()
-  local list = strategy.upcoming(self, n)
+  local real = self:upcoming_list(strategy, nbatch)
   self:spend("propose", tp)
-  local real = self:foreseen(list, n)
   if #real > 0 then self:queue_precompile(real) end
+end
+
+-- What strategy.upcoming foresees past nbatch more candidates, worth compiling
+-- (Ctx:foreseen), at most as many as the compilers at once and the budget's room; {}
+-- when the strategy foresees nothing or compiling ahead is off.
+function Ctx:upcoming_list(strategy, nbatch)
+  if not strategy.upcoming or self.opts.compile_ahead == false then return {} end
+  local n = math.min(self:room_after(nbatch), require("kloop.eval.compile").default_parallel)
+  if n <= 0 then return {} end
+  return self:foreseen(strategy.upcoming(self, n), n)
 end
 
 -- ev:precompile(cands, urgent), its time counted as "queue" (less the worker's start
@@ -395,13 +401,10 @@ function Ctx:arm_think(strategy, nbatch)
       pcall(self.ev.queue_compiles, self.ev, list, true)
       -- and what the strategy now expects after that batch (its guess, remade by the
       -- choice) compiles from here, a batch earlier than the next propose would ask
-      -- (an error is left for that propose's own compile_ahead to raise)
-      local n = math.min(self:room_after((nbatch or 0) + #list), require("kloop.eval.compile").default_parallel)
-      if strategy.upcoming and self.opts.compile_ahead ~= false and n > 0 then
-        local oku, more = pcall(strategy.upcoming, self, n)
-        local real = oku and self:foreseen(more, n) or {}
-        if #real > 0 then pcall(self.ev.queue_compiles, self.ev, real) end
-      end
+      -- (an error is left for that propose's own compile_ahead to raise; the time is
+      -- the worker's or think's, where this hook runs)
+      local oku, real = pcall(self.upcoming_list, self, strategy, (nbatch or 0) + #list)
+      if oku and #real > 0 then pcall(self.ev.queue_compiles, self.ev, real) end
     end
   end
 end
@@ -516,8 +519,7 @@ function Ctx:evaluate_ready_first(list, order, strategy, protected)
       if self.ev.first_ready then
         cl = {}
         for j, i in ipairs(left) do cl[j] = list[i] end
-        for _, c in ipairs(self:borrowable(self.next_exact)) do cl[#cl + 1] = c end
-        k = self.ev:first_ready(cl)
+        k = self.ev:first_ready(cl, function() return self:borrowable(self.next_exact) end)
       end
       local cand, i
       if k > #left then
@@ -590,18 +592,12 @@ end
 function Ctx:borrowable(next_exact)
   local out = {}
   if not next_exact or (self.opts.time or 0) > 0 then return out end
-  local compile = require("kloop.eval.compile")
   for _, c in ipairs(next_exact) do
     local key = M.key(c)
     if not self.pre[key] and not self.done_keys[key] then
-      local ok = self.ev:compiled(c)
-      if not ok then
-        ok = true
-        for _, job in ipairs(self.ev:compile_jobs(c)) do
-          if not compile.pending(job) then ok = false break end
-        end
-      end
-      if ok then out[#out + 1] = c end
+      -- (all compiled, or all compiling: none would compile in the foreground)
+      local ready, pending, none = self.ev:compile_counts(c)
+      if none == 0 and (pending == 0 or ready == 0) then out[#out + 1] = c end
     end
   end
   return out
