@@ -19,7 +19,7 @@ local util = require("kloop.util")
 local cjson = require("cjson")
 
 local seeds, methods, batch, only, json_out, budgets = 20, { "model", "random", "anneal" }, 4, nil, nil, nil
-local ahead, lag = 16, "on"
+local ahead, lag, fill = 16, "on", 0
 local surrogate = require("kloop.search.surrogate")
 local i = 1
 while i <= #arg do
@@ -32,6 +32,7 @@ while i <= #arg do
   elseif a == "--budgets" then budgets = util.split(arg[i + 1], ",") i = i + 1
   elseif a == "--ahead" then ahead = tonumber(arg[i + 1]) i = i + 1
   elseif a == "--lag" then lag = arg[i + 1] i = i + 1
+  elseif a == "--fill" then fill = tonumber(arg[i + 1]) i = i + 1
   elseif a == "--favour" then
     local v = arg[i + 1]
     i = i + 1
@@ -109,7 +110,7 @@ local strategy = dofile("strategies/tune.lua")
 local function run(land, method, seed, budget)
   local ctx = { task = land.task, history = {}, rng = rng.new(seed),
     opts = { budget = budget, batch = batch, method = method, init = 0, stop_ei = 0.0005, explore = 0.3, quiet = true,
-      ahead = lag, ahead_batch = tonumber(os.getenv("AHEAD_BATCH") or "0") } }
+      ahead = lag, ahead_batch = tonumber(os.getenv("AHEAD_BATCH") or "0"), fill = fill } }
   ctx.history[1] = { proposer = "baseline", result = { verdict = "ok", time_ms = 1e9 } }
   strategy.init(ctx)
   local evaluated, best = 0, math.huge
@@ -128,8 +129,20 @@ local function run(land, method, seed, budget)
       for _, c in ipairs(strategy.upcoming(ctx, ahead)) do guessed[tune.key(c.defines)] = true end
     end
     -- and its think call, during the batch's first evaluation: what it returns compiles too
-    for _, c in ipairs(strategy.think and strategy.think(ctx) or {}) do guessed[tune.key(c.defines)] = true end
-    for _, c in ipairs(cands) do
+    local thought = strategy.think and strategy.think(ctx) or {}
+    for _, c in ipairs(thought) do guessed[tune.key(c.defines)] = true end
+    -- --fill K: the worst case of the driver's filling, every batch waiting: the spares
+    -- think offers (at most K) run after the batch, within the room its next one leaves
+    local spare = {}
+    for _, c in ipairs(thought.spare or {}) do
+      if #spare < fill then spare[#spare + 1] = c end
+    end
+    local list = {}
+    for _, c in ipairs(cands) do list[#list + 1] = c end
+    for k, c in ipairs(spare) do
+      if evaluated + #cands + k + #thought <= budget then list[#list + 1] = c end
+    end
+    for _, c in ipairs(list) do
       if evaluated >= budget then break end
       evaluated = evaluated + 1
       local t = land.time_of(c.defines)

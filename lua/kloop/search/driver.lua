@@ -378,7 +378,7 @@ end
 -- is queued too, as guesses.
 function Ctx:arm_think(strategy, nbatch)
   self.ev.on_sent = nil
-  self.next_exact = nil
+  self.next_exact, self.next_spare = nil, nil
   if not strategy.think or self.pool then return end
   self.ev.on_sent = function()
     local ok, got = xpcall(function() return strategy.think(self) end, function(e)
@@ -396,6 +396,17 @@ function Ctx:arm_think(strategy, nbatch)
     -- binary is ready may run while this batch's last ones still compile: Ctx:borrowable)
     if type(got) == "table" and got.exact == true and #list > 0 and not self.exact_broken then
       self.next_exact = list
+      -- (got.spare: what the strategy would have run while this batch waits for its
+      -- compilers and nothing of the next is ready: Ctx:spares)
+      if type(got.spare) == "table" then
+        local named = {}
+        for _, c in ipairs(list) do named[M.key(c)] = true end
+        local spare = {}
+        for _, c in ipairs(self:foreseen(got.spare, #got.spare)) do
+          if not named[M.key(c)] then spare[#spare + 1] = c end
+        end
+        if #spare > 0 then self.next_spare = spare end
+      end
     end
     if #list > 0 then
       pcall(self.ev.queue_compiles, self.ev, list, true)
@@ -446,14 +457,17 @@ end
 -- One worker: the order of preference to run a batch's fresh candidates in (indices
 -- into list) when some are still compiling: the compiled first, in proposal order, then
 -- the rest (Ctx:evaluate_ready_first then takes, at each step, the first of them whose
--- binaries are ready, waiting for whichever finishes first). nil when nothing could
--- move: all compiled, one candidate, or only the last one compiling.
-function Ctx:ready_order(list)
+-- binaries are ready, waiting for whichever finishes first, or runs what the
+-- strategy's think offers meanwhile). nil when all are compiled, or when nothing could
+-- move and the strategy has no think to offer anything (one candidate, or only the
+-- last one compiling).
+function Ctx:ready_order(list, thinks)
   local order, later = {}, {}
   for i, cand in ipairs(list) do
     if self.ev:compiled(cand) then order[#order + 1] = i else later[#later + 1] = i end
   end
-  if #later == 0 or #list < 2 or (#later == 1 and later[1] == #list) then return nil end
+  if #later == 0 then return nil end
+  if not thinks and (#list < 2 or (#later == 1 and later[1] == #list)) then return nil end
   for _, i in ipairs(later) do order[#order + 1] = i end
   return order
 end
@@ -509,20 +523,33 @@ function Ctx:evaluate_ready_first(list, order, strategy, protected)
     end
     return true
   end
+  -- (what ran to fill a wait, from think's spare list: settled after the batch)
+  local filled, filled_results = {}, {}
+  local base = #self.history - 1 + #list
   local ok, msg = protected("evaluate", function()
     while #left > 0 do
       local sok, smsg = settle_ready()
       if not sok then serr = smsg return end
       if self:budget_spent() or sys.interrupted() then break end
       if prop and prop.pump then prop:pump() end
-      local k, cl = 1, nil
+      local k, cl, nexts = 1, nil, 0
       if self.ev.first_ready then
         cl = {}
         for j, i in ipairs(left) do cl[j] = list[i] end
-        k = self.ev:first_ready(cl, function() return self:borrowable(self.next_exact) end)
+        k = self.ev:first_ready(cl, function()
+          local more = self:borrowable(self.next_exact)
+          nexts = #more
+          for _, c in ipairs(self:spares(base + #filled)) do more[#more + 1] = c end
+          return more
+        end)
       end
-      local cand, i
-      if k > #left then
+      local cand, i, spare
+      if k > #left + nexts then
+        -- nothing of this batch or the next is ready: a point the strategy offered to
+        -- fill such a wait runs now, as its own candidate, settled after the batch
+        cand, spare = cl[k], true
+        self.done_keys[M.key(cand)] = true
+      elseif k > #left then
         -- every candidate of this batch still compiles: one of the next batch, which the
         -- strategy named exactly (think), runs now; its batch takes the result
         cand = cl[k]
@@ -535,6 +562,11 @@ function Ctx:evaluate_ready_first(list, order, strategy, protected)
       local r = self:run_stages(cand)
       r.wall_seconds = r.wall_seconds or (sys.now() - t0)
       if i then results[i] = r
+      elseif spare then
+        -- (kept with the evaluation: it ran to fill a wait, offered by think)
+        r.filled = true
+        self.filled_count = (self.filled_count or 0) + 1
+        filled[#filled + 1], filled_results[#filled + 1] = cand, r
       else
         self.pre_seq = (self.pre_seq or 0) + 1
         self.pre[M.key(cand)] = { cand = cand, result = r, seq = self.pre_seq }
@@ -553,6 +585,8 @@ function Ctx:evaluate_ready_first(list, order, strategy, protected)
     if results[i] then rest_list[#rest_list + 1], rest[#rest_list + 1] = list[i], results[i] end
   end
   local oks, smsg = self:settle_batch(rest_list, rest, strategy, protected)
+  if not oks then return false, smsg end
+  oks, smsg = self:settle_batch(filled, filled_results, strategy, protected)
   if not oks then return false, smsg end
   oks, smsg = self:settle_pre(pre, strategy, protected)
   if not oks then return false, smsg end
@@ -596,6 +630,26 @@ function Ctx:borrowable(next_exact)
     local key = M.key(c)
     if not self.pre[key] and not self.done_keys[key] then
       -- (all compiled, or all compiling: none would compile in the foreground)
+      local ready, pending, none = self.ev:compile_counts(c)
+      if none == 0 and (pending == 0 or ready == 0) then out[#out + 1] = c end
+    end
+  end
+  return out
+end
+
+-- Of the points think offered to fill a wait (its list's spare field, cut to the
+-- foreseen ones and to none of its batch), those that may run now: not run yet, not
+-- evaluated, their binaries compiled or compiling, within the budget's room once this
+-- batch and the next are evaluated (used: the candidates those and the spares run so
+-- far take). Nothing with a time budget, or once the strategy's exact promise broke.
+function Ctx:spares(used)
+  local out = {}
+  if not self.next_spare or self.exact_broken or (self.opts.time or 0) > 0 then return out end
+  local room = self.opts.budget - used - #(self.next_exact or {})
+  for _, c in ipairs(self.next_spare) do
+    if #out >= room then break end
+    local key = M.key(c)
+    if not self.pre[key] and not self.done_keys[key] then
       local ready, pending, none = self.ev:compile_counts(c)
       if none == 0 and (pending == 0 or ready == 0) then out[#out + 1] = c end
     end
@@ -830,7 +884,7 @@ function M.run(strategy, path, args)
     if not ok then break end
     local tq = sys.now()
     local fresh = not ctx.pool and ctx.opts.cascade ~= "on" and ctx:fresh_batch(cands)
-    local order = fresh and ctx:ready_order(fresh)
+    local order = fresh and ctx:ready_order(fresh, strategy.think ~= nil and ctx.ev.on_sent ~= nil)
     if fresh and not order and ctx.pre and next(ctx.pre) then
       -- (results run ahead for this batch: claimed in its proposal order)
       order = {}

@@ -215,6 +215,11 @@ function M.summary(ctx, status, reason)
   print("verdicts: " .. ctx:verdict_text())
   local tline = M.time_text(ctx, dt)
   if tline then print(tline) end
+  -- (what ran while a batch waited for its compilers: Ctx:evaluate_ready_first)
+  if (ctx.pre_seq or 0) > 0 or (ctx.filled_count or 0) > 0 then
+    print(string.format("waits:    %d candidates of a next batch ran while a batch compiled; %d points the strategy"
+      .. " offered filled a wait", ctx.pre_seq or 0, ctx.filled_count or 0))
+  end
   local wline = require("kloop.search.workers").summary(ctx)
   if wline then print(wline) end
   if ctx.opts.cascade == "on" or (ctx.stages.screened or 0) > 0 then

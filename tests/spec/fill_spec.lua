@@ -1,0 +1,252 @@
+-- tests/spec/fill_spec.lua: a batch that would wait for its compilers while nothing of
+-- the next batch is ready runs a point the strategy's think offered to fill the wait
+-- (think's list .spare; kloop.search.driver Ctx:spares): as a candidate of its own,
+-- settled after the batch, within the budget's room once the next batch is counted,
+-- never one of either batch; tune offers the top of its guess (--fill). The evaluator
+-- is a double whose first_ready takes the candidates in a given finishing order.
+local driver = require("kloop.search.driver")
+
+local OK = function(ms) return { verdict = "ok", time_ms = ms } end
+
+local function cands(...)
+  local out = {}
+  for _, s in ipairs({ ... }) do out[#out + 1] = { source = s, proposer = "tune" } end
+  return out
+end
+
+local function protected(_, fn, ...) return pcall(fn, ...) end
+
+-- finish: the sources in the order their binaries are ready; compiling: the sources not
+-- compiled when the batch starts (every other one is)
+local function setup(finish, compiling, opts)
+  local ev = { calls = {} }
+  function ev:backend() return "cuda" end
+  ev.arch = "sm_90"
+  function ev:compiled(c) return not compiling[c.source] end
+  function ev:compile_counts(c) if self:compiled(c) then return 1, 0, 0 end return 0, 1, 0 end
+  function ev:queue_compiles() end
+  function ev:evaluate(src)
+    self.calls[#self.calls + 1] = src
+    local r = OK(#src + 1)
+    r.stage = "full"
+    return r
+  end
+  function ev:compare(a, b)
+    local ta, tb = #a + 1, #b + 1
+    return { a = OK(ta), b = OK(tb), ratio = ta / tb, ratio_ci = { ta / tb, ta / tb }, blocks = 6, order = "ABBA" }
+  end
+  function ev:first_ready(list, more)
+    for _, c in ipairs(more and more() or {}) do list[#list + 1] = c end
+    for fi, f in ipairs(finish) do
+      for j, c in ipairs(list) do if c.source == f then table.remove(finish, fi) return j end end
+    end
+    return 1
+  end
+  local o = { quiet = true, profile = "none", timing_budget = 0.1, cascade = "off", budget = 100, time = 0,
+    tokens = 0, money = 0 }
+  for k, v in pairs(opts or {}) do o[k] = v end
+  local ctx = setmetatable({ ev = ev, opts = o, history = { { source = "base", proposer = "baseline", result = OK(100) } },
+    verdicts = {}, stages = {}, done_keys = {}, pre = {}, t0 = require("kloop.core.sys").now() }, driver.Ctx)
+  ctx.best = ctx.history[1]
+  local S = { seen = {} }
+  function S.on_result(_, cand) S.seen[#S.seen + 1] = cand.source end
+  return ev, ctx, S
+end
+
+-- think as tune's: the next batch exactly, and spares past it
+local function thinking(S, nexts, spares)
+  function S.think()
+    local l = cands(unpack(nexts))
+    l.exact = true
+    l.spare = cands(unpack(spares))
+    return l
+  end
+end
+
+local function run(ctx, S, batch)
+  local list = ctx:fresh_batch(batch)
+  local order = assert(ctx:ready_order(list, S.think ~= nil and ctx.ev.on_sent ~= nil), "the batch ran in proposal order")
+  return ctx:evaluate_ready_first(list, order, S, protected)
+end
+
+describe("filling a batch's compile wait with a point think offered", function()
+  it("runs a spare only when nothing of this batch or the next is ready, and settles it after the batch", function()
+    -- a and b compile; n1 and n2 (the next batch) too; s1 is ready first
+    local ev, ctx, S = setup({ "s1", "a", "b" }, { a = true, b = true, n1 = true, n2 = true, s2 = true })
+    thinking(S, { "n1", "n2" }, { "s1", "s2" })
+    ctx:arm_think(S, 2)
+    ev.on_sent()
+    assert.is_true((run(ctx, S, cands("a", "b"))))
+    assert.are.same({ "s1", "a", "b" }, ev.calls)
+    assert.are.same({ "a", "b", "s1" }, S.seen, "the spare settles after the batch's own")
+    local s1 = ctx.history[#ctx.history]
+    assert.are.equal("s1", s1.source)
+    assert.is_true(s1.result.filled)
+    assert.is_nil(ctx.history[2].result.filled)
+    assert.is_nil(next(ctx.pre), "a spare is no result run ahead for the next batch")
+    -- the next batch is as think named it: nothing broken, nothing of it dropped
+    assert.is_nil(ctx.exact_broken)
+    assert.are.equal(2, #ctx:fresh_batch(cands("n1", "n2")))
+    assert.is_true(ctx.done_keys[driver.key(s1)])
+  end)
+
+  it("prefers the next batch's ready candidate to a spare", function()
+    local ev, ctx, S = setup({ "n1", "s1", "a", "b" }, { a = true, b = true })
+    thinking(S, { "n1", "n2" }, { "s1" })
+    ctx:arm_think(S, 2)
+    ev.on_sent()
+    -- (n1 and s1 both compiled: first_ready takes the first of the list, the next batch's)
+    local finish = { "n1", "a", "b" }
+    function ev:first_ready(list, more)
+      for _, c in ipairs(more and more() or {}) do list[#list + 1] = c end
+      for fi, f in ipairs(finish) do
+        for j, c in ipairs(list) do if c.source == f then table.remove(finish, fi) return j end end
+      end
+      return 1
+    end
+    assert.is_true((run(ctx, S, cands("a", "b"))))
+    assert.are.same({ "n1", "a", "b" }, ev.calls)
+    assert.are.same({ "a", "b" }, S.seen)
+    assert.is_truthy(ctx.pre[driver.key(cands("n1")[1])])
+  end)
+
+  it("never runs a spare the budget has no room for once the next batch is counted", function()
+    -- budget 5: base, a, b (2), next n1 n2 (2): room for one spare
+    local ev, ctx, S = setup({ "s1", "s2", "a", "b" }, { a = true, b = true, n1 = true, n2 = true },
+      { budget = 5 })
+    thinking(S, { "n1", "n2" }, { "s1", "s2" })
+    ctx:arm_think(S, 2)
+    ev.on_sent()
+    assert.is_true((run(ctx, S, cands("a", "b"))))
+    assert.are.same({ "s1", "a", "b" }, ev.calls, "a second spare would overrun the budget")
+    -- the next batch still fits whole
+    assert.are.equal(2, #ctx:fresh_batch(cands("n1", "n2")))
+    -- and with no room at all, none
+    ev, ctx, S = setup({ "s1", "a", "b" }, { a = true, b = true, n1 = true, n2 = true }, { budget = 4 })
+    thinking(S, { "n1", "n2" }, { "s1" })
+    ctx:arm_think(S, 2)
+    ev.on_sent()
+    assert.is_true((run(ctx, S, cands("a", "b"))))
+    assert.are.same({ "a", "b" }, ev.calls)
+  end)
+
+  it("offers no point of this batch or the next, and nothing without exact or with a time budget", function()
+    local ev, ctx, S = setup({ "a", "b" }, { a = true, b = true, n1 = true })
+    thinking(S, { "n1" }, { "n1", "a" })
+    ctx:arm_think(S, 2)
+    ev.on_sent()
+    assert.are.equal(1, #ctx.next_spare, "n1 is the next batch's")
+    assert.are.equal("a", ctx.next_spare[1].source)
+    local list = ctx:fresh_batch(cands("a", "b"))
+    for _, c in ipairs(list) do ctx.done_keys[driver.key(c)] = true end
+    ctx.next_spare = cands("a")
+    assert.are.same({}, ctx:spares(3), "a is this batch's")
+    -- a think list without exact offers nothing
+    ev, ctx, S = setup({ "s1", "a", "b" }, { a = true, b = true })
+    function S.think() local l = cands("n1") l.spare = cands("s1") return l end
+    ctx:arm_think(S, 2)
+    ev.on_sent()
+    assert.is_nil(ctx.next_spare)
+    -- a time budget: nothing fills (what runs must not depend on the clock's cut)
+    ev, ctx, S = setup({ "s1", "a", "b" }, { a = true, b = true, n1 = true }, { time = 60 })
+    thinking(S, { "n1" }, { "s1" })
+    ctx:arm_think(S, 2)
+    ev.on_sent()
+    assert.are.same({}, ctx:spares(3))
+    -- nor once the strategy broke its exact promise
+    ctx.opts.time = 0
+    assert.are.equal(1, #ctx:spares(3))
+    ctx.exact_broken = true
+    assert.are.same({}, ctx:spares(3))
+  end)
+
+  it("runs ready-first when only the last candidate compiles, so the wait can be filled", function()
+    local ev, ctx, S = setup({ "a", "s1", "b" }, { b = true, n1 = true })
+    local list = ctx:fresh_batch(cands("a", "b"))
+    assert.is_nil(ctx:ready_order(list), "without think nothing could move")
+    thinking(S, { "n1" }, { "s1" })
+    ctx:arm_think(S, 2)
+    assert.are.same({ 1, 2 }, ctx:ready_order(list, true))
+    ev.on_sent()
+    assert.is_true((run(ctx, S, cands("a", "b"))))
+    assert.are.same({ "a", "s1", "b" }, ev.calls)
+    assert.are.same({ "a", "b", "s1" }, S.seen)
+  end)
+end)
+
+describe("tune's spares (--fill)", function()
+  local rng = require("kloop.search.rng")
+  local tune = require("kloop.search.tune")
+  local function tune_ctx(fill, budget)
+    local S = dofile("strategies/tune.lua")
+    local params = { X = { 1, 2, 3, 4, 5, 6, 7, 8 }, Y = { 1, 2, 3, 4, 5, 6, 7, 8 } }
+    local ctx = { task = { name = "t", source = "k", params = params }, history = {}, rng = rng.new(5),
+      opts = { budget = budget or 60, batch = 4, method = "model", init = 0, stop_ei = 0, explore = 0.3, quiet = true,
+        ahead = "on", ahead_batch = 0, fill = fill } }
+    ctx.history[1] = { proposer = "baseline", result = { verdict = "ok", time_ms = 1e9 } }
+    S.init(ctx)
+    return S, ctx
+  end
+  local function evaluate(S, ctx, list)
+    for _, c in ipairs(list) do
+      c.result = { verdict = "ok", time_ms = (c.defines.X - 3) ^ 2 + (c.defines.Y - 6) ^ 2 + 1 }
+      ctx.history[#ctx.history + 1] = c
+      S.on_result(ctx, c, c.result)
+    end
+  end
+
+  it("offers the top of its guess past the batch think chose, seen from its result on", function()
+    local S, ctx = tune_ctx(2)
+    local thought
+    while #ctx.history < 40 do
+      local batch = S.propose(ctx)
+      assert.is_true(#batch > 0)
+      thought = S.think(ctx)
+      evaluate(S, ctx, batch)
+      if thought then break end
+    end
+    assert.is_table(thought, "think chose no batch in 40 evaluations")
+    assert.are.equal(2, #thought.spare)
+    local named = {}
+    for _, c in ipairs(thought) do named[tune.key(c.defines)] = true end
+    for i, c in ipairs(thought.spare) do
+      assert.is_nil(named[tune.key(c.defines)], "a spare of think's own batch")
+      assert.are.same(ctx.guess[i].defines, c.defines, "not the top of the guess")
+    end
+    -- the driver runs one: from its result on, tune never proposes it
+    local s = thought.spare[1]
+    evaluate(S, ctx, { s })
+    local nxt = S.propose(ctx)
+    for k, c in ipairs(nxt) do
+      assert.are.same(thought[k].defines, c.defines, "the next batch is not think's")
+      assert.are_not.same(s.defines, c.defines)
+    end
+    for _ = 1, 3 do
+      for _, c in ipairs(S.upcoming(ctx, 16)) do assert.are_not.same(s.defines, c.defines) end
+      evaluate(S, ctx, nxt)
+      nxt = S.propose(ctx)
+      for _, c in ipairs(nxt) do assert.are_not.same(s.defines, c.defines, "a filled point proposed again") end
+    end
+  end)
+
+  it("offers nothing with --fill 0 and refuses a bad --fill", function()
+    local S, ctx = tune_ctx(0)
+    for _ = 1, 10 do
+      local batch = S.propose(ctx)
+      local t = S.think(ctx)
+      if t then assert.is_nil(t.spare) end
+      evaluate(S, ctx, batch)
+    end
+    -- auto: 2 in a search of 64 or more, none in a smaller one
+    assert.are.equal(0, select(2, tune_ctx("auto", 63)).fill)
+    assert.are.equal(2, select(2, tune_ctx("auto", 64)).fill)
+    for _, bad in ipairs({ -1, 1.5, "x" }) do
+      local S2 = dofile("strategies/tune.lua")
+      local c2 = { task = { name = "t", source = "k", params = { X = { 1, 2 } } }, history = {}, rng = rng.new(1),
+        opts = { budget = 10, batch = 4, method = "model", init = 0, fill = bad, ahead = "on", ahead_batch = 0 } }
+      local ok, err = pcall(S2.init, c2)
+      assert.is_false(ok)
+      assert.matches("%-%-fill must be auto or a whole number", tostring(err))
+    end
+  end)
+end)
