@@ -179,17 +179,29 @@ end
 -- full evaluation after a crowning A/B says crowned true or false in extra_json), the
 -- last crowned one, which beat the one before it in an interleaved A/B; in older runs
 -- the lowest verified median. Returns eid, candidate_id, median, or nil.
+-- A run's best: the driver's (kloop.search.driver Ctx:recompute_best). Each candidate
+-- counts by its newest evaluation (a sentinel's re-evaluation is a newer row: one that
+-- failed dethrones it), which must be a verified full one; of those the last crowned,
+-- by the evaluation that first crowned it (a re-evaluation that passed again is no new
+-- crowning); a run stored before crowning by A/B, the lowest median.
 local function run_best(self, run_id)
+  local newest = [[e.id = (SELECT max(e2.id) FROM evaluations e2 WHERE e2.candidate_id = e.candidate_id)
+      AND e.verdict = 'ok' AND e.median_ms IS NOT NULL @FULL@]]
   local crowned = assert(self:query(full_only(self, [[SELECT e.id AS eid, e.candidate_id, e.median_ms
-    FROM evaluations e JOIN candidates c ON c.id = e.candidate_id
-    WHERE c.run_id = ? AND e.verdict = 'ok' AND e.median_ms IS NOT NULL @FULL@
-      AND json_extract(e.extra_json, '$.crowned') = 1
-    ORDER BY e.id DESC LIMIT 1]]), run_id))
+    FROM evaluations e JOIN (SELECT e1.candidate_id AS cid, min(e1.id) AS crown
+      FROM evaluations e1 JOIN candidates c ON c.id = e1.candidate_id
+      WHERE c.run_id = ? AND json_extract(e1.extra_json, '$.crowned') = 1 GROUP BY e1.candidate_id) k
+      ON k.cid = e.candidate_id
+    WHERE ]] .. newest .. [[ ORDER BY k.crown DESC LIMIT 1]]), run_id))
   if crowned[1] then return crowned[1] end
+  local any = assert(self:query([[SELECT 1 FROM evaluations e JOIN candidates c ON c.id = e.candidate_id
+    WHERE c.run_id = ? AND json_extract(e.extra_json, '$.crowned') = 1 LIMIT 1]], run_id))
+  -- (a run that crowned, whose crowned candidates all failed again since: no best, as
+  -- the driver has none)
+  if any[1] then return nil end
   local rows = assert(self:query(full_only(self, [[SELECT e.id AS eid, e.candidate_id, e.median_ms
     FROM evaluations e JOIN candidates c ON c.id = e.candidate_id
-    WHERE c.run_id = ? AND e.verdict = 'ok' AND e.median_ms IS NOT NULL @FULL@
-    ORDER BY e.median_ms, e.id LIMIT 1]]), run_id))
+    WHERE c.run_id = ? AND ]] .. newest .. [[ ORDER BY e.median_ms, e.id LIMIT 1]]), run_id))
   return rows[1]
 end
 
