@@ -113,6 +113,7 @@ local function run(land, method, seed, budget)
       ahead = lag, ahead_batch = tonumber(os.getenv("AHEAD_BATCH") or "0"), fill = fill } }
   ctx.history[1] = { proposer = "baseline", result = { verdict = "ok", time_ms = 1e9 } }
   strategy.init(ctx)
+  local pick_rng = rng.new(seed + 7)
   local evaluated, best = 0, math.huge
   local guessed, hits, after_first = nil, 0, 0
   while evaluated < budget do
@@ -133,9 +134,14 @@ local function run(land, method, seed, budget)
     for _, c in ipairs(thought) do guessed[tune.key(c.defines)] = true end
     -- --fill K: the worst case of the driver's filling, every batch waiting: the spares
     -- think offers (at most K) run after the batch, within the room its next one leaves
-    local spare = {}
-    for _, c in ipairs(thought.spare or {}) do
-      if #spare < fill then spare[#spare + 1] = c end
+    -- (FILL_PICK=random: whichever of the offered are compiled first, modelled as a
+    -- random draw among them; else the model's top ones)
+    local spare, offered = {}, {}
+    for _, c in ipairs(thought.spare or {}) do offered[#offered + 1] = c end
+    local max = math.min(fill, (thought.spare or {}).max or fill)
+    while #spare < max and #offered > 0 do
+      local k = os.getenv("FILL_PICK") == "random" and pick_rng:int(1, #offered) or 1
+      spare[#spare + 1] = table.remove(offered, k)
     end
     local list = {}
     for _, c in ipairs(cands) do list[#list + 1] = c end

@@ -18,6 +18,7 @@ static struct {
   int (*Temperature)(nvml_dev, int, unsigned *);
   int (*Power)(nvml_dev, unsigned *);
   int (*Reasons)(nvml_dev, unsigned long long *);
+  int (*Capability)(nvml_dev, int *, int *);
 } n;
 static char load_error[300];
 
@@ -39,6 +40,7 @@ static int nvml_load(kl_err *err) {
   n.Temperature = (int (*)(nvml_dev, int, unsigned *))dlsym(h, "nvmlDeviceGetTemperature");
   n.Power = (int (*)(nvml_dev, unsigned *))dlsym(h, "nvmlDeviceGetPowerUsage");
   n.Reasons = (int (*)(nvml_dev, unsigned long long *))dlsym(h, "nvmlDeviceGetCurrentClocksEventReasons");
+  n.Capability = (int (*)(nvml_dev, int *, int *))dlsym(h, "nvmlDeviceGetCudaComputeCapability");
   if (!n.Reasons)
     n.Reasons =
       (int (*)(nvml_dev, unsigned long long *))dlsym(h, "nvmlDeviceGetCurrentClocksThrottleReasons");
@@ -73,5 +75,18 @@ int kl_nvml_sample(const char *uuid, int index, kl_gpu_sample *s, kl_err *err) {
   if (!n.Temperature || n.Temperature(d, NVML_TEMPERATURE_GPU, &s->temp_c) != 0) s->temp_c = 0;
   if (!n.Power || n.Power(d, &s->power_mw) != 0) s->power_mw = 0;
   if (!n.Reasons || n.Reasons(d, &s->throttle) != 0) s->throttle = 0;
+  return KL_OK;
+}
+
+int kl_nvml_compute_capability(int index, int *major, int *minor, kl_err *err) {
+  *major = *minor = 0;
+  int st = nvml_load(err);
+  if (st) return st;
+  if (!n.Capability) return kl_fail(err, KL_ENOTFOUND, 0, "this NVML cannot name a compute capability");
+  nvml_dev d = NULL;
+  int r = n.ByIndex((unsigned)index, &d);
+  if (r != 0) return kl_fail(err, KL_ENOTFOUND, r, "NVML has no GPU %d: %s", index, n.ErrorString(r));
+  r = n.Capability(d, major, minor);
+  if (r != 0) return kl_fail(err, KL_ENOTFOUND, r, "NVML names no compute capability: %s", n.ErrorString(r));
   return KL_OK;
 }

@@ -135,6 +135,9 @@ typedef struct kl_gpu_sample {
 } kl_gpu_sample;
 /* uuid as kl_gpu_info.uuid ("GPU-xxxxxxxx-xxxx-..."), index the fallback. */
 int kl_nvml_sample(const char *uuid, int index, kl_gpu_sample *s, kl_err *err);
+/* The compute capability NVML gives GPU `index` (NVML's order), without a CUDA context:
+   a hint of the arch for compiles that start before the driver's probe. */
+int kl_nvml_compute_capability(int index, int *major, int *minor, kl_err *err);
 
 /* CUPTI, opened with dlopen; used in the worker, never inside a timed region. */
 int kl_cupti_load(kl_err *err);

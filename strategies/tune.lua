@@ -17,7 +17,8 @@ local S = {
     { "explore", 0.3, "anneal: fraction of the budget spent on random samples before the local walk" },
     { "batch", 4, "candidates proposed per step" },
     { "ahead", "on", "model: choose each batch one step ahead, so it compiles while the one before runs: on or off" },
-    { "ahead_batch", 0, "model, choosing ahead: candidates per batch (0: twice --batch where the budget is 64 or more, else --batch)" },
+    { "ahead_batch", 0, "model, choosing ahead: candidates per batch (0: three times --batch where the budget is 64"
+      .. " or more, else --batch)" },
     -- (search_sim, every batch filled, gemm_tiled: at 89 100% within 2% with 0, 2 or 4;
     -- at 45 88% with 0, 83% with 2, 80% with 4: a small search keeps its picks)
     { "fill", "auto", "model, choosing ahead: at most this many of the model's next points a batch waiting for"
@@ -252,15 +253,17 @@ local function choose_deferred(ctx)
   return ctx.next_batch
 end
 
--- Candidates per batch once choosing ahead: --ahead-batch, or (0) twice --batch in a
--- search of 64 or more, where more GPU time per batch hides more of the next batch's
--- compiles (an empty compile cache on the H200: 39% GPU busy in batches of 4, 46-52%
--- in batches of 8) and costs nothing measured (search_sim: gemm_tiled at 89, 100%
--- either way; at 45 it would be 83% against 88%, so a small search keeps --batch).
+-- Candidates per batch once choosing ahead: --ahead-batch, or (0) three times --batch
+-- in a search of 64 or more, where more GPU time per batch hides more of the next
+-- batch's compiles (an empty compile cache on the H200: 39% GPU busy in batches of 4,
+-- 46-58% in batches of 8, 67-71% in batches of 12, 65% in batches of 16) and costs
+-- nothing measured up to 12 (search_sim, gemm_tiled at 89: 100% within 2% with 8 or 12,
+-- 93-95% with 16; 10^3 at 85: 100%; at 45 batches of 8 would be 83% against 88%, so a
+-- small search keeps --batch).
 local function ahead_batch(ctx, n)
   local b = tonumber(ctx.opts.ahead_batch) or 0
   if b > 0 then return math.floor(b) end
-  return ctx.opts.budget >= 64 and 2 * n or n
+  return ctx.opts.budget >= 64 and 3 * n or n
 end
 
 local function propose_model_step(ctx, n)
@@ -298,13 +301,13 @@ function S.think(ctx)
   -- whose binary is ready while this batch's last ones still compile)
   batch.exact = true
   -- and, where the batch would still wait, up to --fill of the guess past it (the points
-  -- the model rates next): evaluated then, they are the search's own, learnt from at the
-  -- next choice (S.on_result marks them seen)
+  -- the model rates next, best first; the driver takes those whose binaries are ready
+  -- first): evaluated then, they are the search's own, learnt from at the next choice
+  -- (S.on_result marks them seen)
   local fill = ctx.fill or 0
   if fill > 0 and #batch > 0 then
-    local spare = {}
+    local spare = { max = fill }
     for _, c in ipairs(ctx.guess or {}) do
-      if #spare >= fill then break end
       if not ctx.seen[tune.key(c.defines)] then spare[#spare + 1] = c end
     end
     batch.spare = spare

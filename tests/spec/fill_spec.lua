@@ -130,6 +130,32 @@ describe("filling a batch's compile wait with a point think offered", function()
     assert.are.same({ "a", "b" }, ev.calls)
   end)
 
+  it("runs no more spares in a batch than the list's max", function()
+    local ev, ctx, S = setup({ "s1", "s2", "s3", "a", "b" }, { a = true, b = true, n1 = true })
+    function S.think()
+      local l = cands("n1")
+      l.exact = true
+      l.spare = cands("s1", "s2", "s3")
+      l.spare.max = 2
+      return l
+    end
+    ctx:arm_think(S, 2)
+    ev.on_sent()
+    assert.is_true((run(ctx, S, cands("a", "b"))))
+    assert.are.same({ "s1", "s2", "a", "b" }, ev.calls)
+    -- max 0: none
+    ev, ctx, S = setup({ "s1", "a", "b" }, { a = true, b = true, n1 = true })
+    function S.think()
+      local l = cands("n1")
+      l.exact, l.spare = true, cands("s1")
+      l.spare.max = 0
+      return l
+    end
+    ctx:arm_think(S, 2)
+    ev.on_sent()
+    assert.is_nil(ctx.next_spare)
+  end)
+
   it("offers no point of this batch or the next, and nothing without exact or with a time budget", function()
     local ev, ctx, S = setup({ "a", "b" }, { a = true, b = true, n1 = true })
     thinking(S, { "n1" }, { "n1", "a" })
@@ -140,6 +166,7 @@ describe("filling a batch's compile wait with a point think offered", function()
     local list = ctx:fresh_batch(cands("a", "b"))
     for _, c in ipairs(list) do ctx.done_keys[driver.key(c)] = true end
     ctx.next_spare = cands("a")
+    ctx.next_spare.max = 1
     assert.are.same({}, ctx:spares(3), "a is this batch's")
     -- a think list without exact offers nothing
     ev, ctx, S = setup({ "s1", "a", "b" }, { a = true, b = true })
@@ -206,7 +233,8 @@ describe("tune's spares (--fill)", function()
       if thought then break end
     end
     assert.is_table(thought, "think chose no batch in 40 evaluations")
-    assert.are.equal(2, #thought.spare)
+    assert.are.equal(2, thought.spare.max)
+    assert.is_true(#thought.spare > 2, "only the top of the guess offered")
     local named = {}
     for _, c in ipairs(thought) do named[tune.key(c.defines)] = true end
     for i, c in ipairs(thought.spare) do

@@ -317,6 +317,42 @@ describe("kloop.eval a worker spawned ahead", function()
     ev:close()
   end)
 
+  -- the arch NVML names (gpu.arch_hint): kloop's own kernels and the reference compile
+  -- from the prespawn on, once per arch; a hello naming another arch compiles them again
+  it("starts kloop's own kernels and the reference compiling from an arch hint, once per arch", function()
+    local compile = require("kloop.eval.compile")
+    local ev = eval.new(assert(taskmod.load("kernels/saxpy.lua")))
+    local runs, order = {}, {}
+    local run = compile.run
+    compile.run = function(jobs, o)
+      local names = {}
+      for _, j in ipairs(jobs) do names[#names + 1] = tostring(j.name) end
+      runs[#runs + 1] = { names = names, urgent = o and o.urgent }
+      order[#order + 1] = "compile"
+    end
+    ev.spawn = function() order[#order + 1] = "spawn" return nil, "no worker in this test" end
+    local ok, perr = pcall(ev.prespawn, ev, "sm_90")
+    compile.run = run
+    assert.is_true(ok, tostring(perr))
+    assert.are.same({ "compile", "compile", "spawn" }, order, "the compiles start before the spawn")
+    assert.are.equal("sm_90", ev.compiles_for)
+    assert.are.equal(3, #runs[1].names, "kloop's three kernels")
+    assert.is_true(runs[2].urgent, "the reference first")
+    -- the same arch again (the probe's): nothing more; another: all again
+    compile.run = function() order[#order + 1] = "compile" end
+    ev:begin_compiles("sm_90")
+    assert.are.equal(3, #order)
+    ev.precompile_at_start = { { source = ev.task.source } }
+    ev:begin_compiles("sm_90")
+    assert.are.equal(4, #order, "precompile's candidates queue once")
+    ev:begin_compiles("sm_90")
+    assert.are.equal(4, #order)
+    ev:begin_compiles("sm_80")
+    compile.run = run
+    assert.are.equal(7, #order, "another arch: own kernels, reference and the candidates again")
+    assert.is_nil(ev.arch, "the worker's arch is its hello's")
+  end)
+
   it("is stopped by close when the run ends before its start", function()
     local ev = eval.new(assert(taskmod.load("examples/cpu/sgemm.c")))
     assert.is_true((ev:prespawn()))

@@ -455,8 +455,11 @@ end
 -- Spawns the worker and sends its hello now, without waiting for the answer, which
 -- start_worker reads: the worker's CUDA start then overlaps what the caller does
 -- meanwhile (kloop.search.driver: the GPU probe). True, or nil, msg (nothing started).
-function W:prespawn()
+function W:prespawn(arch_hint)
   if self.proc or self.ready then return true end
+  -- (the arch NVML names: kloop's own kernels and the reference compile from now, beside
+  -- the worker's CUDA start and the driver's probe)
+  if arch_hint and not self.opts.arch then self:begin_compiles(arch_hint) end
   local ok, err = self:spawn()
   if not ok then return nil, err end
   local sent, serr = self.proc:send(cjson.encode(self:hello_request()))
@@ -555,51 +558,68 @@ function W:start()
   return ok, err, kind
 end
 
+-- The reference's compile options: its source, name and entries.
+function W:reference_compile()
+  local ref = self.task.reference
+  return ref.baseline and self.task.source or ref.source,
+    { name = ref.baseline and util.basename(self.task.kernel) or util.basename(ref.path),
+      entries = { ref.entry or self.task.entry } }
+end
+
+-- kloop's own kernels, the reference and the candidates precompile asked for compile in
+-- the background from the moment the GPU's arch is known: from NVML's hint before the
+-- worker is spawned (W:prespawn), from the driver's probe (opts.gpu_hint), else from the
+-- worker's hello, so they overlap its start (CUDA's context). Once per arch: a hello
+-- that names another arch than the hint has them compiled again for its own.
+function W:begin_compiles(arch)
+  if self:backend() ~= "cuda" or not arch then return end
+  if arch ~= self.compiles_for then
+    -- (self.arch is the worker's once its hello has said it; for these jobs, `arch`)
+    local own_arch = self.arch
+    self.compiles_for, self.arch = arch, arch
+    local jobs = {}
+    for _, k in ipairs(M.OWN_KERNELS) do jobs[#jobs + 1] = compile.prepare(M[k[2]], { arch = arch, name = k[3] }) end
+    compile.run(jobs, { background = true })
+    if not self.ref_job and not self.task.reference.none then
+      -- (the jobs start_worker waits for; a reference that does not compile is said there)
+      local src, o = self:reference_compile()
+      compile.run(self:compile_jobs({ source = src, name = o.name, entries = o.entries }),
+        { background = true, urgent = true })
+    end
+    self.precompiled = nil
+    self.arch = own_arch
+  end
+  -- and the candidates precompile asked for before the worker was up (the first
+  -- batches the strategy foresees): beside the reference's compile and the setup
+  local pre = self.precompile_at_start
+  if pre and self.precompiled ~= pre and self.opts.compile_background ~= false then
+    local own_arch = self.arch
+    self.arch, self.precompiled = arch, pre
+    self:queue_compiles(pre)
+    self.arch = own_arch
+  end
+end
+
+-- kloop's own kernels: {name, source field of M, file name, what it is}
+M.OWN_KERNELS = {
+  { "flush", "flush_source", "kloop_l2_flush.cu", "L2 flush" },
+  { "check", "check_source", "kloop_check_regions.cu", "state-check" },
+  { "compare", "compare_source", "kloop_compare.cu", "comparison" } }
+
 function W:start_worker()
   -- (self.start_parts: seconds per step of the last start, for bench/eval_breakdown.lua)
   local parts, tp = {}, sys.now()
   self.start_parts = parts
   local function lap(name) local t = sys.now() parts[name] = (parts[name] or 0) + (t - tp) tp = t end
-  -- kloop's own kernels, the reference and the candidates precompile asked for compile
-  -- in the background from the moment the GPU's arch is known: from the driver's probe
-  -- (opts.gpu_hint) before the worker is spawned, so they overlap its start (CUDA's
-  -- context); else from the worker's hello. (A hello that names another arch than the
-  -- hint has them compiled again for its own.)
-  local own_kernels = self:backend() == "cuda" and {
-    { "flush", M.flush_source, "kloop_l2_flush.cu", "L2 flush" },
-    { "check", M.check_source, "kloop_check_regions.cu", "state-check" },
-    { "compare", M.compare_source, "kloop_compare.cu", "comparison" } } or {}
   local ref = self.task.reference
-  local ref_src = ref.baseline and self.task.source or ref.source
-  local ref_opts = { name = ref.baseline and util.basename(self.task.kernel) or util.basename(ref.path),
-    entries = { ref.entry or self.task.entry } }
+  local ref_src, ref_opts = self:reference_compile()
   -- (a compile cache that cannot keep a binary: kloop's failure, kept for the driver)
   local function cache_stop(msg)
     self:kill()
     self.cache_failed = msg
     return nil, msg, "cache"
   end
-  local started_for
-  local function start_compiles(arch)
-    if self:backend() ~= "cuda" or not arch or arch == started_for then return end
-    -- (self.arch is the worker's once its hello has said it; for these jobs, `arch`)
-    local own_arch = self.arch
-    started_for, self.arch = arch, arch
-    local jobs = {}
-    for _, k in ipairs(own_kernels) do jobs[#jobs + 1] = compile.prepare(k[2], { arch = arch, name = k[3] }) end
-    compile.run(jobs, { background = true })
-    if not self.ref_job and not ref.none then
-      -- (the jobs compile_all below waits for; a reference that does not compile is said there)
-      compile.run(self:compile_jobs({ source = ref_src, name = ref_opts.name, entries = ref_opts.entries }),
-        { background = true, urgent = true })
-    end
-    -- and the candidates precompile asked for before the worker was up (the first
-    -- batches the strategy foresees): beside the reference's compile and the setup
-    if self.precompile_at_start and self.opts.compile_background ~= false then
-      self:queue_compiles(self.precompile_at_start)
-    end
-    self.arch = own_arch
-  end
+  local function start_compiles(arch) self:begin_compiles(arch) end
   -- (a restart: the arch an earlier hello said, before the probe's)
   start_compiles(self.opts.arch or (self.gpu and self.gpu.arch) or (self.opts.gpu_hint and self.opts.gpu_hint.arch))
   local hello, kind, msg
@@ -653,8 +673,8 @@ function W:start_worker()
   lap("reference compile")
   local own = {} -- kloop's own kernels the CUDA worker needs: the L2 flush and the state check
   if self:backend() == "cuda" then
-    for _, k in ipairs(own_kernels) do
-      local j = compile.compile(k[2], { arch = self.arch, name = k[3] })
+    for _, k in ipairs(M.OWN_KERNELS) do
+      local j = compile.compile(M[k[2]], { arch = self.arch, name = k[3] })
       if j.cache_error then return cache_stop(j.cache_error) end
       if not j.ok then
         self:kill()

@@ -405,7 +405,10 @@ function Ctx:arm_think(strategy, nbatch)
         for _, c in ipairs(self:foreseen(got.spare, #got.spare)) do
           if not named[M.key(c)] then spare[#spare + 1] = c end
         end
-        if #spare > 0 then self.next_spare = spare end
+        -- (spare.max: at most so many of them run in this batch's waits)
+        local max = tonumber(got.spare.max)
+        spare.max = max and max >= 0 and math.floor(max) or #spare
+        if #spare > 0 and spare.max > 0 then self.next_spare = spare end
       end
     end
     if #list > 0 then
@@ -539,7 +542,7 @@ function Ctx:evaluate_ready_first(list, order, strategy, protected)
         k = self.ev:first_ready(cl, function()
           local more = self:borrowable(self.next_exact)
           nexts = #more
-          for _, c in ipairs(self:spares(base + #filled)) do more[#more + 1] = c end
+          for _, c in ipairs(self:spares(base + #filled, #filled)) do more[#more + 1] = c end
           return more
         end)
       end
@@ -641,11 +644,12 @@ end
 -- foreseen ones and to none of its batch), those that may run now: not run yet, not
 -- evaluated, their binaries compiled or compiling, within the budget's room once this
 -- batch and the next are evaluated (used: the candidates those and the spares run so
--- far take). Nothing with a time budget, or once the strategy's exact promise broke.
-function Ctx:spares(used)
+-- far take) and within spare.max (taken: the spares run in this batch so far).
+-- Nothing with a time budget, or once the strategy's exact promise broke.
+function Ctx:spares(used, taken)
   local out = {}
   if not self.next_spare or self.exact_broken or (self.opts.time or 0) > 0 then return out end
-  local room = self.opts.budget - used - #(self.next_exact or {})
+  local room = math.min(self.opts.budget - used - #(self.next_exact or {}), self.next_spare.max - (taken or 0))
   for _, c in ipairs(self.next_spare) do
     if #out >= room then break end
     local key = M.key(c)
@@ -741,8 +745,10 @@ function M.run(strategy, path, args)
     log = function(line) if not opts.quiet then util.eprintf("kloop: %s\n", line) end end })
   -- one local worker on GPU 0 (the usual case): it is spawned, its hello sent, before the
   -- probe below, so its CUDA start overlaps the probe's (W:prespawn)
+  -- (and with the arch NVML names, in 20 ms without a CUDA context, kloop's own kernels
+  -- and the reference compile from then too)
   if task.backend == "cuda" and opts.gpus == "" and opts.remote_workers == "" and opts.workers <= 1 then
-    pcall(ev.prespawn, ev)
+    pcall(ev.prespawn, ev, gpu.arch_hint(0))
   end
   -- the GPU's facts go into the run's provenance (name, arch, driver)
   local gpu_facts = task.backend == "cuda" and gpu.probe(0) or nil
