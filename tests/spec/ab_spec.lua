@@ -176,7 +176,10 @@ describe("crowning by A/B (the driver)", function()
       assert.is_table(r.ab, "a median that beats the best's goes to an A/B")
       assert.is_false(r.ab.faster, "comment-only variant crowned: " .. tostring(r.ab.ratio))
       assert.is_true(r.ab.vs_baseline)
-      assert.is_number(r.ab.best_ms) -- the baseline re-timed inside the A/B
+      -- (the same machine code as the baseline: no A/B is run, which on this machine
+      -- measured two loaded copies of one code 1.6-1.9% apart in 3 of 25 runs)
+      assert.is_true(r.ab.same_code, "the comment-only variant's code differs from the baseline's")
+      assert.is_nil(r.ab.ratio)
       assert.is_false(r.crowned)
       assert.is_nil(c.improved)
     end

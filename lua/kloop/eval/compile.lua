@@ -178,6 +178,39 @@ function M.static_data_bytes(image)
   return total
 end
 
+-- The loaded image of a binary (a cubin, a host .so), as a hex id: the names and
+-- contents of its sections that are loaded (SHF_ALLOC with data: code, constants,
+-- tables), not its notes (a build id) nor what is never loaded (symbol tables, which
+-- name the source file). Two sources that differ only in comments or names of locals
+-- compile to the same id. Not an ELF64 image: the id of its bytes.
+function M.image_id(image)
+  if type(image) ~= "string" then return nil end
+  if #image < 64 or image:sub(1, 5) ~= "\127ELF\2" then return sys.hex64(sys.hash64(image)) end
+  local ffi = require("ffi")
+  local p = ffi.cast("const uint8_t*", image)
+  local function u16(o) return p[o] + 256 * p[o + 1] end
+  local function u32(o) return u16(o) + 65536 * u16(o + 2) end
+  local function u64(o) return u32(o) + 4294967296 * u32(o + 4) end
+  local shoff, shentsize, shnum, shstrndx = u64(0x28), u16(0x3A), u16(0x3C), u16(0x3E)
+  if shentsize < 64 or shoff + shnum * shentsize > #image or shstrndx >= shnum then
+    return sys.hex64(sys.hash64(image))
+  end
+  local stroff = u64(shoff + shstrndx * shentsize + 24)
+  local parts = {}
+  for k = 0, shnum - 1 do
+    local h = shoff + k * shentsize
+    local nameoff = stroff + u32(h)
+    local stype, flags, off, size = u32(h + 4), u64(h + 8), u64(h + 24), u64(h + 32)
+    local name = nameoff < #image and image:match("^[^%z]*", nameoff + 1) or ""
+    -- (SHF_ALLOC = 2; SHT_NOBITS = 8 has no bytes: its size still counts)
+    if flags % 4 >= 2 and name:sub(1, 5) ~= ".note" then
+      parts[#parts + 1] = name .. "\0" .. size .. "\0" .. (stype ~= 8 and image:sub(off + 1, off + size) or "")
+    end
+  end
+  local all = table.concat(parts, "\0")
+  return sys.hex64(sys.hash64(all)) .. sys.hex64(sys.hash64(all, 0x9e3779b97f4a7c15ULL))
+end
+
 -- The log the user (and the LLM) sees: ptxas chatter removed, host paths hidden.
 function M.filter_log(log)
   local out = {}

@@ -321,7 +321,33 @@ function Evaluator:prepare(src, opts)
   end
   local job = summary_job(built)
   return { cubin = job.cubin_path, cubins = cubins, plans = plans, floor_ms = self:floor_ms(opts.defines),
-    args = next(point_args) and point_args or nil }, nil, job
+    args = next(point_args) and point_args or nil }, nil, job, M.code_id(built, plans, point_args)
+end
+
+-- A stable text of a plain value (tables by sorted keys).
+local function canon(v)
+  if type(v) ~= "table" then return type(v) == "string" and string.format("%q", v) or tostring(v) end
+  local out = {}
+  for _, k in ipairs(util.sorted_keys(v)) do out[#out + 1] = canon(k) .. "=" .. canon(v[k]) end
+  return "{" .. table.concat(out, ",") .. "}"
+end
+
+-- What a candidate runs, as an id: the loaded images of its binaries (compile.image_id:
+-- not the source's comments or the file's name), its launch plans and the arguments
+-- its point changes. Two candidates with one id run the same machine code the same
+-- way: an A/B between them can only measure noise (kloop.search.driver never crowns on
+-- one). nil when a binary cannot be read.
+function M.code_id(built, plans, point_args)
+  local parts = {}
+  for _, b in ipairs(built) do
+    local id = compile.image_id(util.read_file(b.job.cubin_path or ""))
+    if not id then return nil end
+    parts[#parts + 1] = (b.case and b.case.label or "") .. ":" .. id
+  end
+  parts[#parts + 1] = canon(plans or {})
+  parts[#parts + 1] = canon(point_args or {})
+  local all = table.concat(parts, "\n")
+  return sys.hex64(sys.hash64(all)) .. sys.hex64(sys.hash64(all, 0x9e3779b97f4a7c15ULL))
 end
 
 -- What differs at a candidate's point from the worker's arguments (sized at the
@@ -567,13 +593,14 @@ end
 function Evaluator:submit(op, src, opts, extra)
   local ok, err, kind = self:start()
   if not ok then return { verdict = "launch_error", reason = err, infrastructure = true, cache_error = kind == "cache" or nil } end
-  local req, result, job = self:prepare(src, opts)
+  local req, result, job, code_id = self:prepare(src, opts)
   if req then
     req.op = op
     req.timing = self:timing(opts.timing)
     for k, v in pairs(extra or {}) do req[k] = v end
     local reply, failed = self:run_request(req)
     result = reply or failed
+    result.code_id = code_id
   end
   return self:annotate(result, job)
 end

@@ -34,6 +34,10 @@ function M.key(cand)
   return sys.hex64(sys.hash64(cand.source or "")) .. "|" .. table.concat(d, ",")
 end
 
+-- (--crown-gain's default, for a context built without the parsed options: a test's)
+local CROWN_GAIN
+for _, o in ipairs(options.common_options) do if o[1] == "crown_gain" then CROWN_GAIN = o[2] end end
+
 local Ctx = {}
 Ctx.__index = Ctx
 for name, fn in pairs(progress.methods) do Ctx[name] = fn end
@@ -133,11 +137,21 @@ end
 -- The A/B that crowns a best: a candidate whose median beats the best's is timed again,
 -- interleaved with the best (ev:compare, ABBA blocks), and is the new best only if that
 -- A/B says it is faster: best/candidate above 1 with the lower bound of its 95% CI above
--- 1. A median timed at another moment never decides; the first crowning over the
+-- 1 + opts.crown_gain (0.5% by default: a 95% CI misses 1 in about one A/B of a kernel
+-- against itself in 50, both sides, so a search of many A/Bs of near-copies would crown
+-- noise). A median timed at another moment never decides; the first crowning over the
 -- baseline re-times the baseline. The A/B is kept on the result (result.ab, stored with
 -- the evaluation). Returns true when it confirms.
 function Ctx:crown_ab(cand, r)
   local best = self.best
+  -- the same machine code, launched the same way, as the best (a comment, a renamed
+  -- local): an A/B could only measure noise, or where each copy landed in memory
+  if r.code_id and best.result and r.code_id == best.result.code_id then
+    r.ab = { vs = best.id, vs_store_id = best.store_id, vs_baseline = best.proposer == "baseline" or nil,
+      faster = false, same_code = true,
+      why = "the same machine code and launch as the best (only the source text differs): no A/B" }
+    return false
+  end
   local t0 = sys.now()
   local c = self.ev:compare(best.source, cand.source, { defines_a = best.defines, defines_b = cand.defines,
     timing = { budget = 2 * self.opts.timing_budget } })
@@ -148,8 +162,15 @@ function Ctx:crown_ab(cand, r)
   if c.ratio and c.ratio_ci then
     ab.ratio, ab.ratio_ci, ab.blocks, ab.order = c.ratio, c.ratio_ci, c.blocks, c.order
     ab.best_ms, ab.candidate_ms = c.a.time_ms, c.b.time_ms
-    ab.faster = c.ratio_ci[1] > 1
-    if not ab.faster then ab.why = "not faster in an A/B against the best" end
+    -- (faster by more than the noise of an A/B of a kernel against itself: --crown-gain)
+    local gain = tonumber(self.opts.crown_gain) or CROWN_GAIN
+    ab.faster = c.ratio_ci[1] > 1 + gain
+    ab.gain = gain > 0 and gain or nil
+    if not ab.faster then
+      ab.why = gain > 0 and c.ratio_ci[1] > 1
+        and string.format("not more than %.2g%% faster in an A/B against the best (--crown-gain)", 100 * gain)
+        or "not faster in an A/B against the best"
+    end
   else
     local side = (c.b and c.b.verdict ~= "ok") and c.b or c.a or {}
     ab.faster = false

@@ -44,6 +44,8 @@ M.common_options = {
   { "remote_workers", "", "workers on other hosts: Unix sockets S1,S2,... served by kloop-mpi (docs/SCALE.md)" },
   { "cascade_margin", 1.5, "cascade: promote a screened candidate within this factor of the best screened time", "nonneg" },
   { "screen_reps", 3, "cascade: timed repetitions of a screen (bench size, no CI target)", "count" },
+  { "crown_gain", 0.005, "a new best needs its A/B's ratio CI above 1 + this (0.005: 0.5% faster, beyond a self-A/B's noise)",
+    "fraction" },
 }
 
 -- A strategy's own options, then the common ones it does not redeclare.
