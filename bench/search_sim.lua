@@ -9,7 +9,9 @@
 -- no wait for a compiler). --favour sets how much the model's picks prefer those
 -- points (kloop.search.surrogate FAVOUR_EI, FAVOUR_MEAN; off: never). --lag off: the
 -- model chooses each batch after the results of the one before (tune's --ahead off);
--- AHEAD_BATCH=N in the environment sets tune's --ahead-batch (0, its default: auto).
+-- AHEAD_BATCH=N in the environment sets tune's --ahead-batch (0, its default: auto),
+-- AHEAD_AFTER=N its --ahead-after (auto); --fill K its --fill, every batch filled
+-- (FILL_PICK=random: the filled points drawn from the offered ones, else their top).
 -- The strategy's hooks (strategies/tune.lua) run exactly as the driver calls them:
 -- init, then propose / evaluate each / on_result until the budget is spent; an
 -- evaluation is a look-up in the landscape (a point it lacks is a failed candidate).
@@ -110,7 +112,8 @@ local strategy = dofile("strategies/tune.lua")
 local function run(land, method, seed, budget)
   local ctx = { task = land.task, history = {}, rng = rng.new(seed),
     opts = { budget = budget, batch = batch, method = method, init = 0, stop_ei = 0.0005, explore = 0.3, quiet = true,
-      ahead = lag, ahead_batch = tonumber(os.getenv("AHEAD_BATCH") or "0"), fill = fill } }
+      ahead = lag, ahead_batch = tonumber(os.getenv("AHEAD_BATCH") or "0"), fill = fill,
+      ahead_after = os.getenv("AHEAD_AFTER") or "auto" } }
   ctx.history[1] = { proposer = "baseline", result = { verdict = "ok", time_ms = 1e9 } }
   strategy.init(ctx)
   local pick_rng = rng.new(seed + 7)

@@ -6,6 +6,18 @@
 local tune = require("kloop.search.tune")
 local surrogate = require("kloop.search.surrogate")
 
+-- Choosing one batch ahead starts once this many candidates are evaluated (the default
+-- of --ahead-after): a small search needs each result before its next choice more than
+-- it needs the GPU busy (bench/search_sim.lua, 40 seeds: at a budget of 16 on 8x8, 80% within 2% choosing
+-- after each result, 63% one batch ahead from the first; from 16 on, gemm_tiled at 45
+-- and 89 and 10^3 at 85 find what they find choosing after each result). A search of
+-- 80 or more starts at 8: its first model batches compile while the random points run
+-- (H200, gemm_tiled model 100, seeds 7, 3, 5, empty caches: 75-78% GPU busy against
+-- 66-70%, compile waits 0.3-0.7 s against 1.0-2.7 s; search_sim with fill: gemm_tiled at
+-- 80 95% within 2% against 93%, at 89 and 100 100% either way, 10^3 at 85 100%; at 64 it
+-- would be 85% against 90%).
+local AHEAD_AFTER, AHEAD_AFTER_LARGE = 16, 8
+
 local S = {
   name = "tune",
   description = "search the task's tunable parameters (-D defines); no network",
@@ -17,6 +29,8 @@ local S = {
     { "explore", 0.3, "anneal: fraction of the budget spent on random samples before the local walk" },
     { "batch", 4, "candidates proposed per step" },
     { "ahead", "on", "model: choose each batch one step ahead, so it compiles while the one before runs: on or off" },
+    { "ahead_after", "auto", "model: evaluations before each batch is chosen one step ahead (--ahead on): auto (8 where"
+      .. " the budget is 80 or more, else 16) or a number" },
     { "ahead_batch", 0, "model, choosing ahead: candidates per batch (0: three times --batch where the budget is 64"
       .. " or more, else --batch)" },
     -- (search_sim, every batch filled, gemm_tiled: at 89 100% within 2% with 0, 2 or 4;
@@ -33,6 +47,7 @@ local S = {
 }
 
 local METHODS = { model = true, anneal = true, random = true, exhaustive = true }
+
 
 -- Valid spaces up to this many points are enumerated (exhaustive runs); the model
 -- scores at most POOL of them per step (all of a smaller space).
@@ -56,6 +71,12 @@ function S.init(ctx)
     error("--fill must be auto or a whole number of candidates (0: none), not " .. tostring(ctx.opts.fill), 0)
   end
   ctx.fill = fill
+  local aa = (ctx.opts.ahead_after == nil or ctx.opts.ahead_after == "auto")
+    and (ctx.opts.budget >= 80 and AHEAD_AFTER_LARGE or AHEAD_AFTER) or tonumber(ctx.opts.ahead_after)
+  if not aa or aa < 0 or aa ~= math.floor(aa) then
+    error("--ahead-after must be auto or a whole number of evaluations, not " .. tostring(ctx.opts.ahead_after), 0)
+  end
+  ctx.ahead_after = aa
   local ab = tonumber(ctx.opts.ahead_batch or 0)
   if not ab or ab < 0 or ab ~= math.floor(ab) then
     error("--ahead-batch must be 0 (auto) or a whole number of candidates, not " .. tostring(ctx.opts.ahead_batch), 0)
@@ -225,12 +246,6 @@ end
 local GUESS = 16
 local function model_guess(ctx, n) return on_copies(ctx, propose_model, ctx, n, true) end
 
--- Choosing one batch ahead starts once this many candidates are evaluated: a small
--- search needs each result before its next choice more than it needs the GPU busy
--- (bench/search_sim.lua, 40 seeds: at a budget of 16 on 8x8, 80% within 2% choosing
--- after each result, 63% one batch ahead from the first; from 16 on, gemm_tiled at 45
--- and 89 and 10^3 at 85 find what they find choosing after each result).
-local AHEAD_AFTER = 16
 local function keep_guess(ctx, list)
   ctx.guess = list
   ctx.guess_keys = {}
@@ -268,7 +283,7 @@ end
 
 local function propose_model_step(ctx, n)
   local evaluated = #ctx.history - 1
-  if ctx.opts.ahead == "on" and (ctx.next_batch or ctx.deferred or evaluated >= AHEAD_AFTER) then
+  if ctx.opts.ahead == "on" and (ctx.next_batch or ctx.deferred or evaluated >= (ctx.ahead_after or AHEAD_AFTER)) then
     -- one batch ahead: this step's batch was chosen while the one before ran (S.think),
     -- or is chosen now on the same data; the next is left to choose while this one
     -- runs, without its results, so the driver compiles exactly what comes next. (The

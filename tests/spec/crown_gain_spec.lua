@@ -87,6 +87,21 @@ describe("a candidate's code id", function()
     assert.is_nil(evaluator.code_id(built(dir .. "/missing"), plans, {}))
   end)
 
+  it("tells a cubin's kernel attributes apart: launch bounds, a register cap", function()
+    local compile = require("kloop.eval.compile")
+    local src = "extern \"C\" __global__ void k(float *y) { y[threadIdx.x] += 1.0f; }\n"
+    local function id(text, o)
+      local j = compile.compile(text, { arch = "sm_90", name = "k.cu", options = o })
+      assert.is_true(j.ok, tostring(j.log))
+      return compile.image_id(util.read_file(j.cubin_path))
+    end
+    local plain = id(src)
+    assert.are.equal(plain, id(src .. "// a comment\n"))
+    assert.are_not.equal(plain, id((src:gsub("__global__ void", "__global__ void __launch_bounds__(128)"))),
+      "__launch_bounds__ lives in .nv.info only")
+    assert.are_not.equal(plain, id(src, { "--maxrregcount=16" }))
+  end)
+
   it("reads an ELF image by its loaded sections: a host binary built from a comment-only change is the same", function()
     local compile = require("kloop.eval.compile")
     local ch = require("kloop.eval.compile_host")

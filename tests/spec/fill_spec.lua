@@ -201,12 +201,53 @@ describe("filling a batch's compile wait with a point think offered", function()
   end)
 end)
 
+-- the real Evaluator:first_ready: think fires in the batch's first wait, and what it
+-- names fills that very wait (a one-candidate batch whose binary compiles)
+describe("the batch's first wait", function()
+  it("runs a ready spare that think named in that wait", function()
+    local eval = require("kloop.eval.evaluator")
+    local compile = require("kloop.eval.compile")
+    local ev = eval.new({ backend = "cuda", name = "t" }, {})
+    local ready = { s1 = true }
+    ev.backend = function() return "cuda" end
+    ev.arch = "sm_90"
+    ev.compile_counts = function(_, c) if ready[c.source] then return 1, 0, 0 end return 0, 1, 0 end
+    ev.compiled = function(_, c) return ready[c.source] == true end
+    ev.queue_compiles = function() end
+    ev.count_wait = function() end
+    ev.calls = {}
+    ev.evaluate = function(self, src)
+      self.calls[#self.calls + 1] = src
+      ready.a = true -- (a's compile ends while another candidate runs)
+      return OK(#src + 1)
+    end
+    ev.compare = function() return { a = OK(100), b = OK(2), ratio = 50, ratio_ci = { 49, 51 }, blocks = 6 } end
+    local pump, pumps = compile.pump, 0
+    compile.pump = function() pumps = pumps + 1 if pumps > 50 then ready.a = true end end
+    local ctx = setmetatable({ ev = ev, opts = { quiet = true, profile = "none", timing_budget = 0.1, cascade = "off",
+      budget = 100, time = 0, tokens = 0, money = 0 }, history = { { source = "base", proposer = "baseline",
+      result = OK(100) } }, verdicts = {}, stages = {}, done_keys = {}, pre = {}, t0 = 0 }, driver.Ctx)
+    ctx.best = ctx.history[1]
+    local S = { seen = {} }
+    function S.on_result(_, cand) S.seen[#S.seen + 1] = cand.source end
+    thinking(S, { "n1" }, { "s1" })
+    ctx:arm_think(S, 1)
+    local ok, rok, msg = pcall(run, ctx, S, cands("a"))
+    compile.pump = pump
+    assert.is_true(ok, tostring(rok))
+    assert.is_true(rok, tostring(msg))
+    assert.are.same({ "s1", "a" }, ev.calls, "s1 was ready in a's first wait and did not run")
+    assert.are.same({ "a", "s1" }, S.seen)
+    assert.is_true((ev.spent.think or 0) >= 0)
+  end)
+end)
+
 describe("tune's spares (--fill)", function()
   local rng = require("kloop.search.rng")
   local tune = require("kloop.search.tune")
   local function tune_ctx(fill, budget)
     local S = dofile("strategies/tune.lua")
-    local params = { X = { 1, 2, 3, 4, 5, 6, 7, 8 }, Y = { 1, 2, 3, 4, 5, 6, 7, 8 } }
+    local params = { X = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 }, Y = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 } }
     local ctx = { task = { name = "t", source = "k", params = params }, history = {}, rng = rng.new(5),
       opts = { budget = budget or 60, batch = 4, method = "model", init = 0, stop_ei = 0, explore = 0.3, quiet = true,
         ahead = "on", ahead_batch = 0, fill = fill } }
@@ -265,6 +306,18 @@ describe("tune's spares (--fill)", function()
       if t then assert.is_nil(t.spare) end
       evaluate(S, ctx, batch)
     end
+    -- --ahead-after auto: choosing ahead from 8 evaluations in a search of 80 or more,
+    -- from 16 below; and think then chooses after 8 results
+    assert.are.equal(16, select(2, tune_ctx("auto", 79)).ahead_after)
+    local S8, c8 = tune_ctx("auto", 80)
+    assert.are.equal(8, c8.ahead_after)
+    local first_think
+    while #c8.history < 30 and not first_think do
+      local batch = S8.propose(c8)
+      if S8.think(c8) then first_think = #c8.history - 1 end
+      evaluate(S8, c8, batch)
+    end
+    assert.is_true(first_think ~= nil and first_think >= 8 and first_think < 16, tostring(first_think))
     -- auto: 2 in a search of 64 or more, none in a smaller one
     assert.are.equal(0, select(2, tune_ctx("auto", 63)).fill)
     assert.are.equal(2, select(2, tune_ctx("auto", 64)).fill)
@@ -275,6 +328,10 @@ describe("tune's spares (--fill)", function()
       local ok, err = pcall(S2.init, c2)
       assert.is_false(ok)
       assert.matches("%-%-fill must be auto or a whole number", tostring(err))
+      c2.opts.fill, c2.opts.ahead_after = 0, bad
+      ok, err = pcall(S2.init, c2)
+      assert.is_false(ok)
+      assert.matches("%-%-ahead%-after must be auto or a whole number", tostring(err))
     end
   end)
 end)

@@ -41,14 +41,20 @@ function M.probe(device, timeout_ms)
 end
 
 -- The arch NVML names for GPU `index` ("sm_90"), without a CUDA context (20 ms on the
--- H200, against 0.1-0.3 s for the probe's cuInit), or nil. A hint only: NVML's order
--- need not be CUDA's (CUDA_VISIBLE_DEVICES), so what compiles for it is compiled again
--- when the worker's hello names another arch.
+-- H200, against 0.1-0.3 s for the probe's cuInit), or nil; nil too where NVML's GPUs
+-- differ in arch (its order need not be CUDA's: CUDA_VISIBLE_DEVICES). A hint only:
+-- what compiles for it is compiled again when the worker's hello names another arch.
 function M.arch_hint(index)
   local ma, mi = ffi.new("int[1]"), ffi.new("int[1]")
   local err = ffi.new("kl_err")
   if C.kl_nvml_compute_capability(index or 0, ma, mi, err) ~= 0 then return nil end
-  return string.format("sm_%d%d", ma[0], mi[0])
+  local arch = string.format("sm_%d%d", ma[0], mi[0])
+  -- (several GPUs of different archs: NVML's index need not be CUDA's device, so none)
+  for i = 0, 63 do
+    if C.kl_nvml_compute_capability(i, ma, mi, err) ~= 0 then break end
+    if string.format("sm_%d%d", ma[0], mi[0]) ~= arch then return nil end
+  end
+  return arch
 end
 
 -- A driver version number (13000) as the user reads it ("13.0").

@@ -180,8 +180,8 @@ end
 
 -- The loaded image of a binary (a cubin, a host .so), as a hex id: the names and
 -- contents of its sections that are loaded (SHF_ALLOC with data: code, constants,
--- tables), not its notes (a build id) nor what is never loaded (symbol tables, which
--- name the source file). Two sources that differ only in comments or names of locals
+-- tables) and a cubin's kernel attributes (.nv.info*), not its notes (a build id) nor
+-- what is never loaded (symbol tables, which name the source file). Two sources that differ only in comments or names of locals
 -- compile to the same id. Not an ELF64 image: the id of its bytes.
 function M.image_id(image)
   if type(image) ~= "string" then return nil end
@@ -203,7 +203,9 @@ function M.image_id(image)
     local stype, flags, off, size = u32(h + 4), u64(h + 8), u64(h + 24), u64(h + 32)
     local name = nameoff < #image and image:match("^[^%z]*", nameoff + 1) or ""
     -- (SHF_ALLOC = 2; SHT_NOBITS = 8 has no bytes: its size still counts)
-    if flags % 4 >= 2 and name:sub(1, 5) ~= ".note" then
+    -- (and a cubin's .nv.info sections, never loaded but read by the driver at the
+    -- launch: register counts, launch bounds, cluster dimensions)
+    if (flags % 4 >= 2 and name:sub(1, 5) ~= ".note") or name:sub(1, 8) == ".nv.info" then
       parts[#parts + 1] = name .. "\0" .. size .. "\0" .. (stype ~= 8 and image:sub(off + 1, off + size) or "")
     end
   end

@@ -428,7 +428,7 @@ function Ctx:arm_think(strategy, nbatch)
         end
         -- (spare.max: at most so many of them run in this batch's waits)
         local max = tonumber(got.spare.max)
-        spare.max = max and max >= 0 and math.floor(max) or #spare
+        spare.max = max and math.max(0, math.floor(max)) or #spare
         if #spare > 0 and spare.max > 0 then self.next_spare = spare end
       end
     end
@@ -561,6 +561,14 @@ function Ctx:evaluate_ready_first(list, order, strategy, protected)
         cl = {}
         for j, i in ipairs(left) do cl[j] = list[i] end
         k = self.ev:first_ready(cl, function()
+          -- (every candidate left compiles: a wait, where think fires anyway; what it
+          -- names, the next batch and its spares, may fill this very wait)
+          if self.ev.on_sent then
+            local tt = sys.now()
+            fire_think()
+            self.ev.spent = self.ev.spent or {}
+            self.ev.spent.think = (self.ev.spent.think or 0) + (sys.now() - tt)
+          end
           local more = self:borrowable(self.next_exact)
           nexts = #more
           for _, c in ipairs(self:spares(base + #filled, #filled)) do more[#more + 1] = c end
