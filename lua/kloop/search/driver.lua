@@ -518,6 +518,7 @@ function Ctx:evaluate_ready_first(list, order, strategy, protected)
     if p then
       results[i] = p.result
       list[i].store_id = list[i].store_id or p.cand.store_id
+      list[i].provisional_eid = list[i].provisional_eid or p.cand.provisional_eid
       pre[key] = nil
     else
       left[#left + 1] = i
@@ -593,6 +594,12 @@ function Ctx:evaluate_ready_first(list, order, strategy, protected)
       local t0 = sys.now()
       local r = self:run_stages(cand)
       r.wall_seconds = r.wall_seconds or (sys.now() - t0)
+      -- (a result that will wait for others before it settles is kept now: a kill
+      -- meanwhile must not make it a crash on --resume; not one Ctrl-C may have cut)
+      local next_up = i and i == settled + 1 and not self.ev.on_sent
+      if self.store and self.store.record_provisional and not sys.interrupted() and not next_up then
+        self.store:record_provisional(self, cand, r)
+      end
       if i then results[i] = r
       elseif spare then
         -- (kept with the evaluation: it ran to fill a wait, offered by think)

@@ -301,10 +301,30 @@ function A:propose(_ctx, cand)
   return id
 end
 
+-- A result that ran but settles later (a batch run out of proposal order, a candidate
+-- of the next batch, a point filling a wait): written now, marked unsettled, so a kill
+-- before its settling leaves the result (not a crash: it ran to the end) for --resume;
+-- its settling replaces the row by the settled one (A:record), in settle order.
+function A:record_provisional(ctx, cand, r)
+  local id = cand.store_id or self:propose(ctx, cand)
+  if not id or cand.provisional_eid then return end
+  local row = {}
+  for k, v in pairs(r) do row[k] = v end
+  row.unsettled = true
+  local eid, err = self.db:add_evaluation(id, row)
+  if not eid then return self:warn("add_evaluation", err) end
+  cand.provisional_eid = eid
+end
+
 -- Writes the evaluation of a proposed candidate (cand.result) on its stored id.
 function A:record(ctx, cand)
   local id = cand.store_id or self:propose(ctx, cand) -- (the first write failed: try once more)
   if not id then return end
+  if cand.provisional_eid then
+    local okd, derr = self.db:delete_evaluation(cand.provisional_eid)
+    cand.provisional_eid = nil
+    if not okd then self:warn("delete_evaluation", derr) end
+  end
   local ok, eerr = self.db:add_evaluation(id, cand.result)
   if not ok then self:warn("add_evaluation", eerr) else self.kept_evaluations = (self.kept_evaluations or 0) + 1 end
   cand.evaluation_store_id = ok or nil

@@ -171,6 +171,17 @@ function DB:add_evaluation(candidate_id, r)
   return id
 end
 
+-- Removes an evaluation that nothing refers to yet: the provisional row of a result that
+-- ran ahead of its settling (kloop.store.run A:record_provisional), replaced by its
+-- settled row. true, or nil, msg.
+function DB:delete_evaluation(evaluation_id)
+  self:check_open()
+  local ok, changes = self:write("DELETE FROM evaluations WHERE id = ?", evaluation_id)
+  if not ok then return nil, changes end
+  if changes == 0 then return nil, "no evaluation " .. tostring(evaluation_id) end
+  return true
+end
+
 -- Attaches a profile summary (kloop.profile) to a recorded evaluation: true, or nil, msg.
 function DB:set_profile(evaluation_id, profile)
   self:check_open()
