@@ -6,45 +6,15 @@
 -- is a double whose first_ready takes the candidates in a given finishing order.
 local driver = require("kloop.search.driver")
 
-local OK = function(ms) return { verdict = "ok", time_ms = ms } end
-
-local function cands(...)
-  local out = {}
-  for _, s in ipairs({ ... }) do out[#out + 1] = { source = s, proposer = "tune" } end
-  return out
-end
-
-local function protected(_, fn, ...) return pcall(fn, ...) end
+package.path = "tests/spec/support/?.lua;" .. package.path
+local fx = require("batch_fixture")
+local OK, cands, protected = fx.OK, fx.cands, fx.protected
 
 -- finish: the sources in the order their binaries are ready; compiling: the sources not
 -- compiled when the batch starts (every other one is)
 local function setup(finish, compiling, opts)
-  local ev = { calls = {} }
-  function ev:backend() return "cuda" end
-  ev.arch = "sm_90"
-  function ev:compiled(c) return not compiling[c.source] end
-  function ev:compile_counts(c) if self:compiled(c) then return 1, 0, 0 end return 0, 1, 0 end
-  function ev:queue_compiles() end
-  function ev:evaluate(src)
-    self.calls[#self.calls + 1] = src
-    local r = OK(#src + 1)
-    r.stage = "full"
-    return r
-  end
-  function ev:compare(a, b)
-    local ta, tb = #a + 1, #b + 1
-    return { a = OK(ta), b = OK(tb), ratio = ta / tb, ratio_ci = { ta / tb, ta / tb }, blocks = 6, order = "ABBA" }
-  end
-  function ev:first_ready(list, more)
-    for _, c in ipairs(more and more() or {}) do list[#list + 1] = c end
-    for fi, f in ipairs(finish) do
-      for j, c in ipairs(list) do if c.source == f then table.remove(finish, fi) return j end end
-    end
-    return 1
-  end
-  local o = { quiet = true, profile = "none", timing_budget = 0.1, cascade = "off", budget = 100, time = 0,
-    tokens = 0, money = 0 }
-  for k, v in pairs(opts or {}) do o[k] = v end
+  local ev = fx.fake_ev(finish, compiling)
+  local o = fx.opts(opts)
   local ctx = setmetatable({ ev = ev, opts = o, history = { { source = "base", proposer = "baseline", result = OK(100) } },
     verdicts = {}, stages = {}, done_keys = {}, pre = {}, t0 = require("kloop.core.sys").now() }, driver.Ctx)
   ctx.best = ctx.history[1]
@@ -91,20 +61,23 @@ describe("filling a batch's compile wait with a point think offered", function()
   end)
 
   it("prefers the next batch's ready candidate to a spare", function()
-    local ev, ctx, S = setup({ "n1", "s1", "a", "b" }, { a = true, b = true })
+    -- (n1 and s1 both compiled: the evaluator takes the first ready of its list, where
+    -- the next batch's come before the spares)
+    local ev, ctx, S = setup({ "n1", "a", "b" }, { a = true, b = true })
     thinking(S, { "n1", "n2" }, { "s1" })
     ctx:arm_think(S, 2)
     ev.on_sent()
-    -- (n1 and s1 both compiled: first_ready takes the first of the list, the next batch's)
-    local finish = { "n1", "a", "b" }
+    local inner, offered = ev.first_ready, nil
     function ev:first_ready(list, more)
-      for _, c in ipairs(more and more() or {}) do list[#list + 1] = c end
-      for fi, f in ipairs(finish) do
-        for j, c in ipairs(list) do if c.source == f then table.remove(finish, fi) return j end end
+      local k = inner(self, list, more)
+      if not offered then
+        offered = {}
+        for i, c in ipairs(list) do offered[i] = c.source end
       end
-      return 1
+      return k
     end
     assert.is_true((run(ctx, S, cands("a", "b"))))
+    assert.are.same({ "a", "b", "n1", "n2", "s1" }, offered, "the spares come after the next batch")
     assert.are.same({ "n1", "a", "b" }, ev.calls)
     assert.are.same({ "a", "b" }, S.seen)
     assert.is_truthy(ctx.pre[driver.key(cands("n1")[1])])

@@ -11,46 +11,21 @@ local store = require("kloop.store.db")
 local run = require("kloop.store.run")
 local driver = require("kloop.search.driver")
 
-local OK = function(ms) return { verdict = "ok", time_ms = ms, stage = "full" } end
-local function cands(...)
-  local out = {}
-  for _, s in ipairs({ ... }) do out[#out + 1] = { source = s, proposer = "tune" } end
-  return out
-end
-local function protected(_, fn, ...) return pcall(fn, ...) end
+local fx = require("batch_fixture")
+local cands, protected = fx.cands, fx.protected
 
 -- finish: the order binaries are ready in; compiling: not compiled at the batch's start;
--- kill_after: the source whose run ends the test's "process" (an error, as a kill)
+-- kill_after: the source whose evaluation the process dies in (the interruption's early
+-- return: nothing after it runs)
 local function setup(finish, compiling, kill_after)
-  local ev = { calls = {} }
-  function ev:backend() return "cuda" end
-  ev.arch = "sm_90"
-  function ev:compiled(c) return not compiling[c.source] end
-  function ev:compile_counts(c) if self:compiled(c) then return 1, 0, 0 end return 0, 1, 0 end
-  function ev:queue_compiles() end
-  function ev:evaluate(src)
-    self.calls[#self.calls + 1] = src
-    -- (the process dies here: nothing after this runs, as the interruption's early return)
+  local ev = fx.fake_ev(finish, compiling, function(src)
     if src == kill_after then error(require("kloop.core.sys").INTERRUPTED, 0) end
-    return OK(#src + 1)
-  end
-  function ev:compare(a, b)
-    local ta, tb = #a + 1, #b + 1
-    return { a = OK(ta), b = OK(tb), ratio = ta / tb, ratio_ci = { ta / tb, ta / tb }, blocks = 6, order = "ABBA" }
-  end
-  function ev:first_ready(list, more)
-    for _, c in ipairs(more and more() or {}) do list[#list + 1] = c end
-    for fi, f in ipairs(finish) do
-      for j, c in ipairs(list) do if c.source == f then table.remove(finish, fi) return j end end
-    end
-    return 1
-  end
+  end)
   local path = fixture.fresh_path("prov")
   local db = assert(store.open(path))
   local run_id = assert(db:begin_run({ strategy_path = "s.lua", strategy_text = "", task_name = "t" }))
   local st = setmetatable({ db = db, path = path, run_id = run_id }, run.Run)
-  local ctx = setmetatable({ ev = ev, store = st, opts = { quiet = true, profile = "none", timing_budget = 0.1,
-    cascade = "off", budget = 100, time = 0, tokens = 0, money = 0 }, history = {}, verdicts = {}, stages = {},
+  local ctx = setmetatable({ ev = ev, store = st, opts = fx.opts(), history = {}, verdicts = {}, stages = {},
     done_keys = {}, pre = {}, t0 = require("kloop.core.sys").now() }, driver.Ctx)
   local base = { source = "base", proposer = "baseline" }
   ctx:evaluate(base)

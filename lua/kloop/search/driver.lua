@@ -658,17 +658,15 @@ function Ctx:claim_pre(cands, strategy, protected)
   return true
 end
 
--- Of the next batch the strategy named exactly (think's list with exact = true), the
--- candidates that may run ahead: not run yet, not evaluated, their binaries compiled
--- or compiling (never one that would compile in the foreground), within the budget's
--- room after this batch (think's list is cut to it).
-function Ctx:borrowable(next_exact)
+-- Of list, up to n candidates that may run out of their turn: not run yet, not
+-- evaluated, their binaries all compiled or all compiling (never one that would
+-- compile in the foreground).
+function Ctx:runnable(list, n)
   local out = {}
-  if not next_exact or (self.opts.time or 0) > 0 then return out end
-  for _, c in ipairs(next_exact) do
+  for _, c in ipairs(list) do
+    if #out >= n then break end
     local key = M.key(c)
     if not self.pre[key] and not self.done_keys[key] then
-      -- (all compiled, or all compiling: none would compile in the foreground)
       local ready, pending, none = self.ev:compile_counts(c)
       if none == 0 and (pending == 0 or ready == 0) then out[#out + 1] = c end
     end
@@ -676,25 +674,24 @@ function Ctx:borrowable(next_exact)
   return out
 end
 
+-- Of the next batch the strategy named exactly (think's list with exact = true), the
+-- candidates that may run ahead (Ctx:runnable), within the budget's room after this
+-- batch (think's list is cut to it).
+function Ctx:borrowable(next_exact)
+  if not next_exact or (self.opts.time or 0) > 0 then return {} end
+  return self:runnable(next_exact, #next_exact)
+end
+
 -- Of the points think offered to fill a wait (its list's spare field, cut to the
--- foreseen ones and to none of its batch), those that may run now: not run yet, not
--- evaluated, their binaries compiled or compiling, within the budget's room once this
--- batch and the next are evaluated (used: the candidates those and the spares run so
--- far take) and within spare.max (taken: the spares run in this batch so far).
--- Nothing with a time budget, or once the strategy's exact promise broke.
+-- foreseen ones and to none of its batch), those that may run now (Ctx:runnable),
+-- within the budget's room once this batch and the next are evaluated (used: the
+-- candidates those and the spares run so far take) and within spare.max (taken: the
+-- spares run in this batch so far). Nothing with a time budget, or once the strategy's
+-- exact promise broke.
 function Ctx:spares(used, taken)
-  local out = {}
-  if not self.next_spare or self.exact_broken or (self.opts.time or 0) > 0 then return out end
+  if not self.next_spare or self.exact_broken or (self.opts.time or 0) > 0 then return {} end
   local room = math.min(self.opts.budget - used - #(self.next_exact or {}), self.next_spare.max - (taken or 0))
-  for _, c in ipairs(self.next_spare) do
-    if #out >= room then break end
-    local key = M.key(c)
-    if not self.pre[key] and not self.done_keys[key] then
-      local ready, pending, none = self.ev:compile_counts(c)
-      if none == 0 and (pending == 0 or ready == 0) then out[#out + 1] = c end
-    end
-  end
-  return out
+  return self:runnable(self.next_spare, room)
 end
 
 -- Settles results run ahead that no batch claimed (pre: key -> {cand, result}), in the

@@ -1,0 +1,54 @@
+-- tests/spec/support/batch_fixture.lua: what the specs of one worker's batches share
+-- (fill_spec, provisional_spec): candidates by source, a protected call, and an
+-- evaluator double whose binaries are ready in a given order (first_ready takes the
+-- first of `finish` that is in its list, with what `more` adds).
+local M = {}
+
+M.OK = function(ms) return { verdict = "ok", time_ms = ms, stage = "full" } end
+
+function M.cands(...)
+  local out = {}
+  for _, s in ipairs({ ... }) do out[#out + 1] = { source = s, proposer = "tune" } end
+  return out
+end
+
+function M.protected(_, fn, ...) return pcall(fn, ...) end
+
+-- finish: the sources in the order their binaries are ready; compiling: the sources not
+-- compiled when the batch starts (every other one is); on_evaluate(src), optional: run
+-- before each evaluation (a spec's kill).
+function M.fake_ev(finish, compiling, on_evaluate)
+  local ev = { calls = {} }
+  function ev:backend() return "cuda" end
+  ev.arch = "sm_90"
+  function ev:compiled(c) return not compiling[c.source] end
+  function ev:compile_counts(c) if self:compiled(c) then return 1, 0, 0 end return 0, 1, 0 end
+  function ev:queue_compiles() end
+  function ev:evaluate(src)
+    self.calls[#self.calls + 1] = src
+    if on_evaluate then on_evaluate(src) end
+    return M.OK(#src + 1)
+  end
+  function ev:compare(a, b)
+    local ta, tb = #a + 1, #b + 1
+    return { a = M.OK(ta), b = M.OK(tb), ratio = ta / tb, ratio_ci = { ta / tb, ta / tb }, blocks = 6, order = "ABBA" }
+  end
+  function ev:first_ready(list, more)
+    for _, c in ipairs(more and more() or {}) do list[#list + 1] = c end
+    for fi, f in ipairs(finish) do
+      for j, c in ipairs(list) do if c.source == f then table.remove(finish, fi) return j end end
+    end
+    return 1
+  end
+  return ev
+end
+
+-- The driver's options a batch needs, with opts over them.
+function M.opts(opts)
+  local o = { quiet = true, profile = "none", timing_budget = 0.1, cascade = "off", budget = 100, time = 0,
+    tokens = 0, money = 0 }
+  for k, v in pairs(opts or {}) do o[k] = v end
+  return o
+end
+
+return M
