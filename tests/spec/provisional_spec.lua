@@ -2,9 +2,10 @@
 -- of proposal order, a candidate of the next batch run ahead, a point filling a wait) is
 -- in the store as soon as it ran, marked unsettled (kloop.store.run A:record_provisional),
 -- and its settling replaces that row by the settled one, in settle order. So a kill in
--- between leaves the result for --resume, which restores it as evaluated (no A/B ran),
--- not as a crash; and a run that ends has one evaluation per candidate. The evaluator is
--- a double; the store is the real one.
+-- between leaves the result for --resume, which settles it then (the crowning A/B, the
+-- settled row: A:unsettled), not a crash; a batch that settles has one evaluation per
+-- candidate; a result of kloop's own failure gets no row (the candidate stays proposed).
+-- The evaluator is a double; the store is the real one.
 package.path = "tests/spec/support/?.lua;" .. package.path
 local fixture = require("store_fixture")
 local store = require("kloop.store.db")
@@ -70,17 +71,65 @@ describe("a result that settles later", function()
     assert.is_false(ok)
     assert.are.same({ "base", "b?", "n1?", "s1?" }, rows(db))
     -- --resume of a run still marked running (killed): only a, whose evaluation was cut,
-    -- is marked crashed
+    -- is marked crashed; b, n1 and s1 are settled again, in the order they ran
     local state = assert(db:resume_state(run_id))
     local st = setmetatable({ db = db, run_id = run_id }, run.Run)
     st:settle(state, true)
     assert.are.equal(1, st.crashed)
-    local crashed = db:query([[SELECT c.source FROM evaluations e JOIN candidates c ON c.id = e.candidate_id
-      WHERE e.verdict = 'crashed']])
-    assert.are.equal("a", crashed[1].source)
     st.resumed = state
-    local restored = {}
+    local restored, unsettled = {}, {}
     for _, c in ipairs(st:restored()) do restored[#restored + 1] = c.source .. ":" .. c.result.verdict end
-    assert.are.same({ "base:ok", "b:ok", "n1:ok", "s1:ok", "a:crashed" }, restored)
+    assert.are.same({ "base:ok", "a:crashed" }, restored)
+    for _, c in ipairs(st:unsettled()) do
+      unsettled[#unsettled + 1] = c.source
+      assert.is_nil(c.result.unsettled)
+      assert.is_nil(c.result.id)
+      assert.are.equal("ok", c.result.verdict)
+      assert.is_number(c.result.time_ms)
+    end
+    assert.are.same({ "b", "n1", "s1" }, unsettled)
+    assert.is_true(st:unsettled()[3].result.filled, "the spare's row lost its filled mark")
+  end)
+
+  it("is settled by the resumed run: crowned if its A/B says so, one settled row each", function()
+    -- (the killed run: b, n1 and s1 ran, kloop died in a's evaluation)
+    local killed, S, db, run_id = setup({ "b", "n1", "s1", "a" }, { a = true, n2 = true }, "a")
+    assert.is_false((run_batch(killed, S, cands("a", "b"))))
+    -- the resumed run, as kloop.search.driver's M.run does it: the store opened on the run
+    local o = fx.opts({ resume = run_id })
+    local rctx = setmetatable({ ev = fx.fake_ev({}, {}), opts = o, history = {}, verdicts = {}, stages = {},
+      done_keys = {}, pre = {}, t0 = 0, task = { kernel = "t.cu" }, path = "s.lua" }, driver.Ctx)
+    local state = assert(db:resume_state(run_id))
+    local st = setmetatable({ db = db, run_id = run_id, resumed = state }, run.Run)
+    st:settle(state, true)
+    rctx.store = st
+    for _, c in ipairs(st:restored()) do
+      c.id = #rctx.history + 1
+      rctx.history[#rctx.history + 1] = c
+      c.improved = c.result.crowned == true or nil
+      rctx:recompute_best()
+      if c.proposer == "baseline" then rctx.baseline = c end
+    end
+    assert.are.equal("base", rctx.best.source)
+    for _, c in ipairs(st:unsettled()) do rctx:evaluate(c, c.result) end
+    assert.are.equal("b", rctx.best.source, "the fastest result that ran before the kill is not crowned")
+    local got = rows(db)
+    assert.are.same({ "base", "a", "b", "n1", "s1" }, got)
+    assert.are.equal("b", db:best(run_id).source)
+  end)
+
+  it("keeps no row for a result kloop's own failure made: the candidate stays proposed", function()
+    local ctx, S, db = setup({ "b", "a" }, { a = true })
+    local inner = ctx.ev.evaluate
+    function ctx.ev:evaluate(src)
+      local r = inner(self, src)
+      if src == "b" then return { verdict = "launch_error", infrastructure = true, cache_error = true, reason = "full" } end
+      return r
+    end
+    ctx.ev.on_sent = nil
+    local list = ctx:fresh_batch(cands("a", "b"))
+    local ok = ctx:evaluate_ready_first(list, { 2, 1 }, S, protected)
+    assert.is_false(ok)
+    assert.are.same({ "base", "a" }, rows(db), "b's failure is kloop's: no row, so --resume evaluates it again")
   end)
 end)

@@ -502,7 +502,8 @@ end
 -- candidates, bests and records whatever the compilers' timing. (Not with the cascade:
 -- which screen is worth a full evaluation depends on the screens before it.) A
 -- candidate left unevaluated (a budget, Ctrl-C) is not settled; Ctrl-C keeps the stored
--- proposals, which --resume runs.
+-- proposals, which --resume runs, and the results that ran but had not settled (stored
+-- unsettled), which --resume settles.
 function Ctx:evaluate_ready_first(list, order, strategy, protected)
   for _, cand in ipairs(list) do self.done_keys[M.key(cand)] = true end
   local prop = self.proposer
@@ -594,16 +595,19 @@ function Ctx:evaluate_ready_first(list, order, strategy, protected)
       local t0 = sys.now()
       local r = self:run_stages(cand)
       r.wall_seconds = r.wall_seconds or (sys.now() - t0)
+      -- (kept with the evaluation: it ran to fill a wait, offered by think)
+      if spare then r.filled = true end
       -- (a result that will wait for others before it settles is kept now: a kill
-      -- meanwhile must not make it a crash on --resume; not one Ctrl-C may have cut)
+      -- meanwhile must not make it a crash on --resume, which settles it then. Not one
+      -- Ctrl-C may have cut, nor kloop's own failure: that candidate stays proposed and
+      -- --resume evaluates it again)
       local next_up = i and i == settled + 1 and not self.ev.on_sent
-      if self.store and self.store.record_provisional and not sys.interrupted() and not next_up then
+      if self.store and self.store.record_provisional and not sys.interrupted() and not next_up
+          and not r.cache_error and not r.infrastructure then
         self.store:record_provisional(self, cand, r)
       end
       if i then results[i] = r
       elseif spare then
-        -- (kept with the evaluation: it ran to fill a wait, offered by think)
-        r.filled = true
         self.filled_count = (self.filled_count or 0) + 1
         filled[#filled + 1], filled_results[#filled + 1] = cand, r
       else
@@ -614,7 +618,8 @@ function Ctx:evaluate_ready_first(list, order, strategy, protected)
     end
   end)
   if serr then return false, serr end
-  -- Ctrl-C: nothing more runs (no A/B); the stored proposals are run again on --resume
+  -- Ctrl-C: nothing more runs (no A/B); the stored proposals are run again on --resume,
+  -- the results stored unsettled are settled then
   if not ok and sys.is_interrupt(msg) then return ok, msg end
   fire_think()
   -- what ran is settled, even when a budget stopped the loop above; then what ran ahead
@@ -837,14 +842,16 @@ function M.run(strategy, path, args)
   end
   -- stored candidates whose evaluation a clean stop (Ctrl-C) cut short run again (the
   -- baseline as the baseline, the rest after it), before anything new is proposed
+  local unsettled = ctx.store and ctx.store.unsettled and ctx.store:unsettled() or {}
   local pending, pending_base = {}, nil
   for _, cand in ipairs(ctx.store and ctx.store:pending() or {}) do
     if cand.proposer == "baseline" then pending_base = pending_base or cand else pending[#pending + 1] = cand end
   end
   if ctx.store and ctx.store.resumed and not ctx.opts.quiet then
     local s = ctx.store
-    print(string.format("resumed run %d: %d evaluations restored%s%s", ctx.run_id, #restored - s.crashed,
+    print(string.format("resumed run %d: %d evaluations restored%s%s%s", ctx.run_id, #restored - s.crashed,
       s.crashed > 0 and string.format(", %d marked crashed (kloop stopped during their evaluation)", s.crashed) or "",
+      #unsettled > 0 and string.format(", %d that had run but not settled settled now", #unsettled) or "",
       #s.rerun > 0 and string.format(", %d interrupted evaluated again", #s.rerun) or ""))
   end
   if ok and not ctx.baseline then
@@ -883,6 +890,18 @@ function M.run(strategy, path, args)
   if ctx.library_child then require("kloop.eval.library").abandon(ctx.library_child) ctx.library_child = nil end
   -- the loop itself runs protected too: Ctrl-C can land between two hook calls
   local okloop, lerr = xpcall(function()
+  -- results that ran to their end but had not settled when kloop was killed (stored
+  -- unsettled: kloop.store.run A:record_provisional) settle now, in the order they ran:
+  -- the A/B that may crown them runs, the store's row becomes the settled one
+  for _, cand in ipairs(unsettled) do
+    if not ok or ctx:budget_spent() then break end
+    local key = M.key(cand)
+    if not ctx.done_keys[key] then
+      ctx.done_keys[key] = true
+      ok, msg = protected("evaluate", function() ctx:evaluate(cand, cand.result) end)
+      if ok then ok, msg = protected("on_result", strategy.on_result, ctx, cand, cand.result) end
+    end
+  end
   for _, cand in ipairs(pending) do
     if not ok or ctx:budget_spent() then break end
     if sys.interrupted() then ok, msg = false, sys.INTERRUPTED break end

@@ -152,7 +152,8 @@ M.CRASHED_REASON = "kloop stopped during this candidate's evaluation (run resume
 -- stopped. Killed (the run is still marked running: SIGKILL, a lost machine, or the
 -- candidate took kloop down): each gets a crashed evaluation now, so it counts against
 -- the budget and is never run again. Stopped cleanly (Ctrl-C, a strategy error):
--- nothing was the candidate's fault, and it is evaluated again (A:pending).
+-- nothing was the candidate's fault, and it is evaluated again (A:pending). (One whose
+-- result was stored unsettled has an evaluation: A:unsettled, settled by the driver.)
 function A:settle(state, killed)
   self.crashed, self.rerun = 0, {}
   for _, c in ipairs(state.candidates) do
@@ -181,15 +182,48 @@ local function as_cand(c)
     parent_ids = c.parents }
 end
 
--- The stored candidates of a resumed run that have an evaluation (crashed ones
+-- A stored evaluation row back as an Evaluator result: its columns and its extra fields,
+-- without the row's own ids and the unsettled mark.
+local RESULT_FIELDS = { "verdict", "reason", "evidence", "compile_log", "resources", "samples", "reps", "time_ms",
+  "ci_ms", "min_ms", "spread", "tflops", "gbps", "frac_peak", "bound", "floor_ms", "profile", "gpu", "arch",
+  "compile_seconds", "compile_cached", "eval_seconds", "wall_seconds", "created_at", "stage" }
+local function result_of_row(e)
+  local r = {}
+  for k, v in pairs(type(e.extra) == "table" and e.extra or {}) do r[k] = v end
+  for _, k in ipairs(RESULT_FIELDS) do if e[k] ~= nil then r[k] = e[k] end end
+  r.unsettled = nil
+  return r
+end
+
+-- The results of a resumed run that ran to their end but had not settled when kloop
+-- was killed (A:record_provisional), as driver candidates with results and
+-- provisional_eid, in the order they ran: the driver settles them (the crowning A/B,
+-- the settled row) before anything else runs.
+function A:unsettled()
+  local out = {}
+  for _, c in ipairs(self.resumed and self.resumed.candidates or {}) do
+    local e = c.evaluation
+    if e and e.unsettled == true then
+      local cand = as_cand(c)
+      cand.result = result_of_row(e)
+      cand.provisional_eid = e.id
+      out[#out + 1] = cand
+    end
+  end
+  table.sort(out, function(a, b) return a.provisional_eid < b.provisional_eid end)
+  return out
+end
+
+-- The stored candidates of a resumed run that have a settled evaluation (crashed ones
 -- included), as driver candidates with results, in the order they were settled (their
 -- first evaluations' ids): a batch may run its candidates, and one of the next batch, out of
 -- proposal order, and the best is the last one crowned in settle order, as DB:best says.
+-- (An unsettled one is A:unsettled's.)
 function A:restored()
   local out = {}
   local first = {}
   for _, c in ipairs(self.resumed and self.resumed.candidates or {}) do
-    if c.evaluation then
+    if c.evaluation and c.evaluation.unsettled ~= true then
       local cand = as_cand(c)
       cand.result = c.evaluation
       cand.evaluation_store_id = c.evaluation.id
@@ -321,9 +355,18 @@ function A:record(ctx, cand)
   local id = cand.store_id or self:propose(ctx, cand) -- (the first write failed: try once more)
   if not id then return end
   if cand.provisional_eid then
-    local okd, derr = self.db:delete_evaluation(cand.provisional_eid)
+    -- (the unsettled row and the settled one in one transaction: a kill between them
+    -- must leave one of the two)
+    local pid = cand.provisional_eid
     cand.provisional_eid = nil
-    if not okd then self:warn("delete_evaluation", derr) end
+    local ok, err = self.db:batch(function()
+      local okd, derr = self.db:delete_evaluation(pid)
+      if not okd then return nil, derr end
+      return self.db:add_evaluation(id, cand.result)
+    end)
+    if not ok then self:warn("add_evaluation", err) else self.kept_evaluations = (self.kept_evaluations or 0) + 1 end
+    cand.evaluation_store_id = ok or nil
+    return
   end
   local ok, eerr = self.db:add_evaluation(id, cand.result)
   if not ok then self:warn("add_evaluation", eerr) else self.kept_evaluations = (self.kept_evaluations or 0) + 1 end
