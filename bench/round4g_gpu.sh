@@ -9,16 +9,7 @@ cd "$(dirname "$0")/.."
 O=${OUT:-/tmp}
 T=$(mktemp -d)
 export KLOOP_CACHE=$T/cache; mkdir -p $KLOOP_CACHE
-q() { build/kloop -e "
-local db = assert(require('kloop.store.db').open('$1', { create = false }))
-local q = function(s) return db:query(s)[1].n end
-print(string.format('cands %d, evals %d, twice %d, none %d, crashed %d, unsettled %d, filled %d',
-  q('SELECT count(*) AS n FROM candidates'), q('SELECT count(*) AS n FROM evaluations'),
-  q('SELECT count(*) AS n FROM (SELECT candidate_id FROM evaluations GROUP BY candidate_id HAVING count(*) > 1)'),
-  q('SELECT count(*) AS n FROM candidates WHERE id NOT IN (SELECT candidate_id FROM evaluations)'),
-  q(\"SELECT count(*) AS n FROM evaluations WHERE verdict = 'crashed'\"),
-  q(\"SELECT count(*) AS n FROM evaluations WHERE json_extract(extra_json, '$.unsettled') = 1\"),
-  q(\"SELECT count(*) AS n FROM evaluations WHERE json_extract(extra_json, '$.filled') = 1\")))" 2>&1; }
+q() { build/kloop bench/store_counts.lua "$1" 2>&1; }
 for at in 4.5 9; do
   db=$T/k$at.db
   build/kloop tune kernels/gemm_tiled.lua --budget 100 --seed 7 --timing-budget 0.3 --db "$db" --profile none --promote off > "$O/killed_$at.log" 2>&1 &

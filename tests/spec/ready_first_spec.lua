@@ -4,6 +4,7 @@
 -- records and what the strategy sees do not depend on the compilers' timing. The
 -- evaluator is a double.
 local driver = require("kloop.search.driver")
+package.path = "tests/spec/support/?.lua;" .. package.path
 
 local OK = function(ms) return { verdict = "ok", time_ms = ms } end
 
@@ -179,14 +180,7 @@ describe("one worker: compiled candidates first, settled in proposal order", fun
     ev.arch = "sm_90"
     function ev:queue_compiles() end
     function ev:compile_counts(c) if self:compiled(c) then return 1, 0, 0 end return 0, 1, 0 end
-    function ev:first_ready(list, more)
-      -- (as the evaluator: the candidates more gives join the list)
-      for _, c in ipairs(more and more() or {}) do list[#list + 1] = c end
-      for fi, f in ipairs(finish) do
-        for j, c in ipairs(list) do if c.source == f then table.remove(finish, fi) return j end end
-      end
-      return 1
-    end
+    ev.first_ready = require("batch_fixture").first_ready_in(finish)
     local ctx = ctx_with(ev)
     ctx.pre = {}
     local S = logging()

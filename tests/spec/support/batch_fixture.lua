@@ -33,14 +33,21 @@ function M.fake_ev(finish, compiling, on_evaluate)
     local ta, tb = #a + 1, #b + 1
     return { a = M.OK(ta), b = M.OK(tb), ratio = ta / tb, ratio_ci = { ta / tb, ta / tb }, blocks = 6, order = "ABBA" }
   end
-  function ev:first_ready(list, more)
+  ev.first_ready = M.first_ready_in(finish)
+  return ev
+end
+
+-- An evaluator's first_ready that takes the first of `finish` (sources, in the order
+-- their binaries are ready) that is in its list, once each; as the evaluator, the
+-- candidates `more` gives join the list.
+function M.first_ready_in(finish)
+  return function(_, list, more)
     for _, c in ipairs(more and more() or {}) do list[#list + 1] = c end
     for fi, f in ipairs(finish) do
       for j, c in ipairs(list) do if c.source == f then table.remove(finish, fi) return j end end
     end
     return 1
   end
-  return ev
 end
 
 -- The driver's options a batch needs, with opts over them.
