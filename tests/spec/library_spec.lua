@@ -113,6 +113,33 @@ describe("kloop.eval.library", function()
       assert.is_nil(library.cache_file({ uuid = "" }, task))
     end)
 
+    -- the real store takes the kept measurement too: a fresh run on a GPU whose library
+    -- was measured before must not fail after its baseline (it did: the kept table's
+    -- cached mark is no run fact, and set_run_library refused it)
+    it("records a kept measurement in a real store, without its cached mark", function()
+      local g = { uuid = "GPU-spec2-" .. require("kloop.core.sys").getpid(), driver_version = 13000, name = "spec" }
+      local dir, file = library.cache_file(g, task)
+      local util = require("kloop.util")
+      util.mkdir_p(dir)
+      assert(util.write_file(file, require("cjson").encode({ library = "cuBLAS sgemm", library_ms = 1.25,
+        library_size = "64x32x16", library_math = "default" })))
+      local path = os.tmpname()
+      os.remove(path)
+      local db = assert(require("kloop.store.db").open(path))
+      local run_id = assert(db:begin_run({ strategy_path = "s.lua", strategy_text = "", task_name = "t" }))
+      local c = { task = task, opts = { quiet = true }, run_id = run_id, store = { db = db }, gpu = g }
+      local ok, r = pcall(library.at_start, c, { exe = "/nonexistent/kloop" })
+      os.remove(file)
+      assert.is_true(ok, tostring(r))
+      assert.are.equal(1.25, r.library_ms)
+      assert.is_true(r.cached)
+      local o = require("cjson").decode(db:query("SELECT options_json FROM runs WHERE id = ?", run_id)[1].options_json)
+      assert.are.equal(1.25, o.library_ms)
+      assert.is_nil(o.cached)
+      db:close()
+      os.remove(path)
+    end)
+
     -- A stand-in child that speaks M.child's protocol: ready on fd 4, then (after the
     -- go on fd 3) a mark file and a reply. `mode` "die" exits before ready, "stall"
     -- never answers after ready.

@@ -239,7 +239,12 @@ function M.at_start(ctx, opts)
       r.library_size, r.library_math or "math mode unknown", r.cached and ", measured before on this GPU" or ""))
   end
   if ctx.store and ctx.store.db and ctx.run_id then
-    local okw, werr = ctx.store.db:set_run_library(ctx.run_id, r)
+    -- (the run's facts: the measurement, not whether this process measured it)
+    local fact = {}
+    for k, v in pairs(r) do if k ~= "cached" then fact[k] = v end end
+    -- (a record that fails is said, and the search goes on, as for a failed measurement)
+    local okc, okw, werr = pcall(ctx.store.db.set_run_library, ctx.store.db, ctx.run_id, fact)
+    if not okc then okw, werr = nil, okw end
     if not okw then util.eprintf("kloop: library: the store did not keep the reference (%s)\n", tostring(werr)) end
   end
   return r
