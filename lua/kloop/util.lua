@@ -46,6 +46,24 @@ function M.replace_file(path, data)
   return true
 end
 
+-- JSON with sorted keys, so equal tables give equal texts (hashed as keys: an LLM
+-- request's cache key, a candidate's code id). A table is an array only when its keys
+-- are exactly 1..#t (a table with holes or other keys too is written by its keys).
+function M.canonical_json(v)
+  local cjson = require("cjson")
+  if type(v) ~= "table" then return cjson.encode(v) end
+  if next(v) == nil then return "{}" end
+  local n, count = #v, 0
+  for _ in pairs(v) do count = count + 1 end
+  local parts = {}
+  if n > 0 and n == count then
+    for i = 1, n do parts[i] = M.canonical_json(v[i]) end
+    return "[" .. table.concat(parts, ",") .. "]"
+  end
+  for _, k in ipairs(M.sorted_keys(v)) do parts[#parts + 1] = cjson.encode(tostring(k)) .. ":" .. M.canonical_json(v[k]) end
+  return "{" .. table.concat(parts, ",") .. "}"
+end
+
 function M.dirname(path)
   local d = path:match("^(.*)/[^/]*$")
   if d == nil then return "." end

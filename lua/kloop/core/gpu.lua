@@ -47,14 +47,14 @@ end
 function M.arch_hint(index)
   local ma, mi = ffi.new("int[1]"), ffi.new("int[1]")
   local err = ffi.new("kl_err")
-  if C.kl_nvml_compute_capability(index or 0, ma, mi, err) ~= 0 then return nil end
-  local arch = string.format("sm_%d%d", ma[0], mi[0])
-  -- (several GPUs of different archs: NVML's index need not be CUDA's device, so none)
+  local archs = {}
   for i = 0, 63 do
     if C.kl_nvml_compute_capability(i, ma, mi, err) ~= 0 then break end
-    if string.format("sm_%d%d", ma[0], mi[0]) ~= arch then return nil end
+    archs[i] = string.format("sm_%d%d", ma[0], mi[0])
+    -- (several GPUs of different archs: NVML's index need not be CUDA's device, so none)
+    if archs[i] ~= archs[0] then return nil end
   end
-  return arch
+  return archs[index or 0]
 end
 
 -- A driver version number (13000) as the user reads it ("13.0").

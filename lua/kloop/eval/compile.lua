@@ -154,26 +154,35 @@ function M.parse_resources(log)
   return res
 end
 
--- Bytes of static device data (__device__ variables: .nv.global and .nv.global.init)
--- in a cubin, read from its ELF section headers; nil, why when it is not an ELF64 image.
-function M.static_data_bytes(image)
-  local ffi = require("ffi")
+-- The sections of an ELF64 image (a cubin, a host .so), from its section headers:
+-- {name, type, flags, offset, size} each; nil, why when it is not an ELF64 image.
+function M.elf_sections(image)
   if type(image) ~= "string" or #image < 64 or image:sub(1, 5) ~= "\127ELF\2" then return nil, "not an ELF64 image" end
-  local p = ffi.cast("const uint8_t*", image)
+  local p = require("ffi").cast("const uint8_t*", image)
   local function u16(o) return p[o] + 256 * p[o + 1] end
   local function u32(o) return u16(o) + 65536 * u16(o + 2) end
   local function u64(o) return u32(o) + 4294967296 * u32(o + 4) end
   local shoff, shentsize, shnum, shstrndx = u64(0x28), u16(0x3A), u16(0x3C), u16(0x3E)
   if shentsize < 64 or shoff + shnum * shentsize > #image or shstrndx >= shnum then return nil, "bad section table" end
   local stroff = u64(shoff + shstrndx * shentsize + 24)
-  local total = 0
+  local out = {}
   for k = 0, shnum - 1 do
     local h = shoff + k * shentsize
     local nameoff = stroff + u32(h)
-    if nameoff < #image then
-      local name = image:match("^[^%z]*", nameoff + 1)
-      if name == ".nv.global" or name == ".nv.global.init" then total = total + u64(h + 32) end
-    end
+    out[#out + 1] = { name = nameoff < #image and image:match("^[^%z]*", nameoff + 1) or "", type = u32(h + 4),
+      flags = u64(h + 8), offset = u64(h + 24), size = u64(h + 32) }
+  end
+  return out
+end
+
+-- Bytes of static device data (__device__ variables: .nv.global and .nv.global.init)
+-- in a cubin, read from its ELF section headers; nil, why when it is not an ELF64 image.
+function M.static_data_bytes(image)
+  local secs, why = M.elf_sections(image)
+  if not secs then return nil, why end
+  local total = 0
+  for _, sec in ipairs(secs) do
+    if sec.name == ".nv.global" or sec.name == ".nv.global.init" then total = total + sec.size end
   end
   return total
 end
@@ -181,36 +190,24 @@ end
 -- The loaded image of a binary (a cubin, a host .so), as a hex id: the names and
 -- contents of its sections that are loaded (SHF_ALLOC with data: code, constants,
 -- tables) and a cubin's kernel attributes (.nv.info*), not its notes (a build id) nor
--- what is never loaded (symbol tables, which name the source file). Two sources that differ only in comments or names of locals
--- compile to the same id. Not an ELF64 image: the id of its bytes.
+-- what is never loaded (symbol tables, which name the source file). Two sources that
+-- differ only in comments or names of locals compile to the same id. Not an ELF64
+-- image: the id of its bytes.
 function M.image_id(image)
   if type(image) ~= "string" then return nil end
-  if #image < 64 or image:sub(1, 5) ~= "\127ELF\2" then return sys.hex64(sys.hash64(image)) end
-  local ffi = require("ffi")
-  local p = ffi.cast("const uint8_t*", image)
-  local function u16(o) return p[o] + 256 * p[o + 1] end
-  local function u32(o) return u16(o) + 65536 * u16(o + 2) end
-  local function u64(o) return u32(o) + 4294967296 * u32(o + 4) end
-  local shoff, shentsize, shnum, shstrndx = u64(0x28), u16(0x3A), u16(0x3C), u16(0x3E)
-  if shentsize < 64 or shoff + shnum * shentsize > #image or shstrndx >= shnum then
-    return sys.hex64(sys.hash64(image))
-  end
-  local stroff = u64(shoff + shstrndx * shentsize + 24)
+  local secs = M.elf_sections(image)
+  if not secs then return sys.content_hash(image) end
   local parts = {}
-  for k = 0, shnum - 1 do
-    local h = shoff + k * shentsize
-    local nameoff = stroff + u32(h)
-    local stype, flags, off, size = u32(h + 4), u64(h + 8), u64(h + 24), u64(h + 32)
-    local name = nameoff < #image and image:match("^[^%z]*", nameoff + 1) or ""
-    -- (SHF_ALLOC = 2; SHT_NOBITS = 8 has no bytes: its size still counts)
-    -- (and a cubin's .nv.info sections, never loaded but read by the driver at the
-    -- launch: register counts, launch bounds, cluster dimensions)
-    if (flags % 4 >= 2 and name:sub(1, 5) ~= ".note") or name:sub(1, 8) == ".nv.info" then
-      parts[#parts + 1] = name .. "\0" .. size .. "\0" .. (stype ~= 8 and image:sub(off + 1, off + size) or "")
+  for _, sec in ipairs(secs) do
+    -- (SHF_ALLOC = 2; SHT_NOBITS = 8 has no bytes: its size still counts; and a cubin's
+    -- .nv.info sections, never loaded but read by the driver at the launch: register
+    -- counts, launch bounds, cluster dimensions)
+    if (sec.flags % 4 >= 2 and sec.name:sub(1, 5) ~= ".note") or sec.name:sub(1, 8) == ".nv.info" then
+      parts[#parts + 1] = sec.name .. "\0" .. sec.size .. "\0"
+        .. (sec.type ~= 8 and image:sub(sec.offset + 1, sec.offset + sec.size) or "")
     end
   end
-  local all = table.concat(parts, "\0")
-  return sys.hex64(sys.hash64(all)) .. sys.hex64(sys.hash64(all, 0x9e3779b97f4a7c15ULL))
+  return sys.content_hash(table.concat(parts, "\0"))
 end
 
 -- The log the user (and the LLM) sees: ptxas chatter removed, host paths hidden.

@@ -305,6 +305,7 @@ function Evaluator:prepare(src, opts)
     -- large static device data is where a kernel would keep results between launches
     local job = b.job
     local image = util.read_file(job.cubin_path)
+    self:image_id(job, image)
     local bytes = image and compile.static_data_bytes(image)
     local limit = self.task.static_data or M.STATIC_DATA_LIMIT
     if bytes and bytes > limit then
@@ -321,33 +322,36 @@ function Evaluator:prepare(src, opts)
   end
   local job = summary_job(built)
   return { cubin = job.cubin_path, cubins = cubins, plans = plans, floor_ms = self:floor_ms(opts.defines),
-    args = next(point_args) and point_args or nil }, nil, job, M.code_id(built, plans, point_args)
+    args = next(point_args) and point_args or nil }, nil, job, M.code_id(built, plans, point_args, self)
 end
 
--- A stable text of a plain value (tables by sorted keys).
-local function canon(v)
-  if type(v) ~= "table" then return type(v) == "string" and string.format("%q", v) or tostring(v) end
-  local out = {}
-  for _, k in ipairs(util.sorted_keys(v)) do out[#out + 1] = canon(k) .. "=" .. canon(v[k]) end
-  return "{" .. table.concat(out, ",") .. "}"
+-- The loaded image's id of a compiled job's binary (compile.image_id), kept by the
+-- job's content key (one key, one binary): read once per binary in a run, not per
+-- evaluation. image: the binary's bytes where the caller has read them already.
+function Evaluator:image_id(job, image)
+  self.image_ids = self.image_ids or {}
+  local id = job.key and self.image_ids[job.key]
+  if id then return id end
+  id = compile.image_id(image or util.read_file(job.cubin_path or ""))
+  if id and job.key then self.image_ids[job.key] = id end
+  return id
 end
 
 -- What a candidate runs, as an id: the loaded images of its binaries (compile.image_id:
 -- not the source's comments or the file's name), its launch plans and the arguments
 -- its point changes. Two candidates with one id run the same machine code the same
 -- way: an A/B between them can only measure noise (kloop.search.driver never crowns on
--- one). nil when a binary cannot be read.
-function M.code_id(built, plans, point_args)
+-- one). nil when a binary cannot be read. ev: the evaluator whose image ids to reuse.
+function M.code_id(built, plans, point_args, ev)
   local parts = {}
   for _, b in ipairs(built) do
-    local id = compile.image_id(util.read_file(b.job.cubin_path or ""))
+    local id = ev and ev:image_id(b.job) or compile.image_id(util.read_file(b.job.cubin_path or ""))
     if not id then return nil end
     parts[#parts + 1] = (b.case and b.case.label or "") .. ":" .. id
   end
-  parts[#parts + 1] = canon(plans or {})
-  parts[#parts + 1] = canon(point_args or {})
-  local all = table.concat(parts, "\n")
-  return sys.hex64(sys.hash64(all)) .. sys.hex64(sys.hash64(all, 0x9e3779b97f4a7c15ULL))
+  parts[#parts + 1] = util.canonical_json(plans or {})
+  parts[#parts + 1] = util.canonical_json(point_args or {})
+  return sys.content_hash(table.concat(parts, "\n"))
 end
 
 -- What differs at a candidate's point from the worker's arguments (sized at the
@@ -501,12 +505,7 @@ function Evaluator:first_ready(cands, more)
     else
       if not t0 then
         -- (the CPU is idle in this wait as well, and what think returns compiles sooner)
-        if self.on_sent then
-          local f, tt = self.on_sent, sys.now()
-          self.on_sent = nil
-          f()
-          self.spent.think = (self.spent.think or 0) + (sys.now() - tt)
-        end
+        self:fire_think()
         t0 = sys.now()
       end
       -- (past a compile's deadline something is amiss: the evaluation's own wait decides)
@@ -520,6 +519,18 @@ function Evaluator:first_ready(cands, more)
   end
 end
 M.FIRST_READY_WAIT_MS = 5
+
+-- Runs the strategy's think armed for this batch (on_sent, kloop.search.driver
+-- arm_think) now, once, where no request of the batch runs it: its time counted as
+-- think. Nothing when it is not armed or has run.
+function Evaluator:fire_think()
+  local f = self.on_sent
+  if not f then return end
+  self.on_sent = nil
+  local t0 = sys.now()
+  f()
+  self.spent.think = (self.spent.think or 0) + (sys.now() - t0)
+end
 
 -- Evaluates one candidate source (nil: the task's own kernel). opts: defines, timing.
 -- Always returns a result table with a verdict.

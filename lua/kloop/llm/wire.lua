@@ -50,21 +50,7 @@ M.excerpt = excerpt
 local function denull(v) if v == cjson.null then return nil end return v end
 
 -- JSON with sorted keys, so equal requests hash equally.
-local function canonical(v)
-  local t = type(v)
-  if t == "table" then
-    if next(v) == nil then return "{}" end
-    if #v > 0 then
-      local parts = {}
-      for i = 1, #v do parts[i] = canonical(v[i]) end
-      return "[" .. table.concat(parts, ",") .. "]"
-    end
-    local parts = {}
-    for _, k in ipairs(util.sorted_keys(v)) do parts[#parts + 1] = cjson.encode(tostring(k)) .. ":" .. canonical(v[k]) end
-    return "{" .. table.concat(parts, ",") .. "}"
-  end
-  return cjson.encode(v)
-end
+local canonical = util.canonical_json
 M.canonical = canonical
 
 -- Parameters of a request that steer the client, never sent.

@@ -532,13 +532,7 @@ function Ctx:evaluate_ready_first(list, order, strategy, protected)
   -- (think must run before any result of the batch reaches the strategy: where no
   -- request of the loop fires it, all results claimed or refused before a request, it
   -- runs here)
-  local function fire_think()
-    local f = self.ev.on_sent
-    if f then
-      self.ev.on_sent = nil
-      f()
-    end
-  end
+  local function fire_think() self.ev:fire_think() end
   if #left == 0 then fire_think() end
   local function settle_ready()
     if self.ev.on_sent then return true end
@@ -565,12 +559,7 @@ function Ctx:evaluate_ready_first(list, order, strategy, protected)
         k = self.ev:first_ready(cl, function()
           -- (every candidate left compiles: a wait, where think fires anyway; what it
           -- names, the next batch and its spares, may fill this very wait)
-          if self.ev.on_sent then
-            local tt = sys.now()
-            fire_think()
-            self.ev.spent = self.ev.spent or {}
-            self.ev.spent.think = (self.ev.spent.think or 0) + (sys.now() - tt)
-          end
+          fire_think()
           local more = self:borrowable(self.next_exact)
           nexts = #more
           for _, c in ipairs(self:spares(base + #filled, #filled)) do more[#more + 1] = c end
@@ -893,22 +882,15 @@ function M.run(strategy, path, args)
   -- results that ran to their end but had not settled when kloop was killed (stored
   -- unsettled: kloop.store.run A:record_provisional) settle now, in the order they ran:
   -- the A/B that may crown them runs, the store's row becomes the settled one
+  -- (then the interrupted ones, evaluated again: a candidate without a result)
+  for _, cand in ipairs(pending) do unsettled[#unsettled + 1] = cand end
   for _, cand in ipairs(unsettled) do
-    if not ok or ctx:budget_spent() then break end
-    local key = M.key(cand)
-    if not ctx.done_keys[key] then
-      ctx.done_keys[key] = true
-      ok, msg = protected("evaluate", function() ctx:evaluate(cand, cand.result) end)
-      if ok then ok, msg = protected("on_result", strategy.on_result, ctx, cand, cand.result) end
-    end
-  end
-  for _, cand in ipairs(pending) do
     if not ok or ctx:budget_spent() then break end
     if sys.interrupted() then ok, msg = false, sys.INTERRUPTED break end
     local key = M.key(cand)
     if not ctx.done_keys[key] then
       ctx.done_keys[key] = true
-      ok, msg = protected("evaluate", function() ctx:evaluate(cand) end)
+      ok, msg = protected("evaluate", function() ctx:evaluate(cand, cand.result) end)
       if ok then ok, msg = protected("on_result", strategy.on_result, ctx, cand, cand.result) end
     end
   end

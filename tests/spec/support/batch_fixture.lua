@@ -24,6 +24,7 @@ function M.fake_ev(finish, compiling, on_evaluate)
   function ev:compiled(c) return not compiling[c.source] end
   function ev:compile_counts(c) if self:compiled(c) then return 1, 0, 0 end return 0, 1, 0 end
   function ev:queue_compiles() end
+  function ev:fire_think() local f = self.on_sent self.on_sent = nil if f then f() end end
   function ev:evaluate(src)
     self.calls[#self.calls + 1] = src
     if on_evaluate then on_evaluate(src) end
