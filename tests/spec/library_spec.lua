@@ -140,21 +140,31 @@ describe("kloop.eval.library", function()
       os.remove(path)
     end)
 
-    -- A stand-in child that speaks M.child's protocol: ready on fd 4, then (after the
-    -- go on fd 3) a mark file and a reply. `mode` "die" exits before ready, "stall"
-    -- never answers after ready.
+    -- A stand-in child that speaks M.child's protocol: ready on fd 4, then the word on fd
+    -- 3 (the go) appended to the mark file, and a reply. `mode` "die" exits before ready,
+    -- "stall" never answers after its go.
     local sys = require("kloop.core.sys")
     local function fake(mark, mode)
       local chunk = string.format([[
         local proc = require("kloop.core.proc")
-        if %q == "die" then os.exit(3) end
+        local mode, mark = %q, %q
+        if mode == "die" then os.exit(3) end
         proc.chan_send(4, '{"ready":true}')
-        if not proc.chan_recv(3) then os.exit(4) end
-        local f = io.open(%q, "w") f:write("go") f:close()
-        if %q == "stall" then while true do end end
+        local word = proc.chan_recv(3)
+        if not word then os.exit(4) end
+        local f = io.open(mark, "a") f:write(word, "\n") f:close()
+        if mode == "stall" then while true do end end
         proc.chan_send(4, '{"ok":true,"median_ms":1.5,"ci":[1.4,1.6],"n":30,"math_mode":"default"}')
-      ]], mode or "", mark, mode or "")
+      ]], mode or "", mark)
       return { sys.exe_path(), "-q", "-e", chunk }
+    end
+    local function words(mark)
+      local t = {}
+      local f = io.open(mark, "r")
+      if not f then return t end
+      for l in f:lines() do t[#t + 1] = l end
+      f:close()
+      return t
     end
     local function alive(pid) return os.execute("kill -0 " .. pid .. " 2>/dev/null") == 0 end
 
@@ -174,7 +184,7 @@ describe("kloop.eval.library", function()
       assert.are.equal(1.5, r.library_ms)
       assert.are.same({ 1.4, 1.6 }, r.library_ci)
       assert.are.equal("64x32x16", r.library_size)
-      assert.is_truthy(io.open(mark, "r"), "the child was never told to time")
+      assert.are.same({ "go" }, words(mark), "the child was never told to time")
       os.remove(mark)
       assert.is_nil(c.library_child)
       assert.are.equal(1, #rec)
@@ -208,7 +218,7 @@ describe("kloop.eval.library", function()
       assert.is_true(alive(pid))
       library.abandon(c.library_child)
       assert.is_false(alive(pid))
-      assert.is_nil(io.open(mark, "r"))
+      assert.are.same({}, words(mark))
       -- a resumed run, and a GPU with the reference kept, start no child
       local resumed = ctx(task, {})
       resumed.store.resumed = true
@@ -222,8 +232,29 @@ describe("kloop.eval.library", function()
       local warm = ctx(task, {})
       warm.gpu = g
       library.early(warm, { argv = fake(mark) })
-      os.remove(file)
       assert.is_nil(warm.library_child)
+      -- a child begun before the probe (prestart) is kept by a fresh run, and stopped by a
+      -- resumed one and where the reference is kept: none of those is left running
+      assert.is_nil(library.prestart({ backend = "host", library = task.library, sizes = task.sizes }))
+      assert.is_nil(library.prestart({ backend = "cuda", sizes = task.sizes }))
+      local function pre() return assert(library.prestart(task, { argv = fake(mark) })) end
+      for _, c2 in ipairs({ resumed, warm }) do
+        c2.library_child = nil
+        local h = pre()
+        assert.is_true(alive(h.proc.pid))
+        library.early(c2, nil, h)
+        assert.is_nil(c2.library_child)
+        assert.is_false(alive(h.proc.pid), "a prestarted child not needed was left running")
+      end
+      os.remove(file)
+      local fresh = ctx(task, {})
+      local h = pre()
+      library.early(fresh, nil, h)
+      assert.are.equal(h, fresh.library_child)
+      local r = library.at_start(fresh, { timeout_s = 20 })
+      assert.are.equal(1.5, r and r.library_ms)
+      assert.are.same({ "go" }, words(mark))
+      os.remove(mark)
     end)
 
     it("measures in a child (here: no GPU or no cuBLAS, a clean miss; on a GPU, a time that is stored)", function()

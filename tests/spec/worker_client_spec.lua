@@ -336,7 +336,8 @@ describe("kloop.eval a worker spawned ahead", function()
     assert.is_true(ok, tostring(perr))
     assert.are.same({ "compile", "compile", "spawn" }, order, "the compiles start before the spawn")
     assert.are.equal("sm_90", ev.compiles_for)
-    assert.are.equal(3, #runs[1].names, "kloop's three kernels")
+    assert.are.same({ "kloop_l2_flush.cu", "kloop_check_regions.cu", "kloop_compare.cu", "fma_peak.cu" }, runs[1].names,
+      "kloop's three kernels and the ceilings' FMA kernel")
     assert.is_true(runs[2].urgent, "the reference first")
     -- the same arch again (the probe's): nothing more; another: all again
     compile.run = function() order[#order + 1] = "compile" end
@@ -351,6 +352,17 @@ describe("kloop.eval a worker spawned ahead", function()
     compile.run = run
     assert.are.equal(7, #order, "another arch: own kernels, reference and the candidates again")
     assert.is_nil(ev.arch, "the worker's arch is its hello's")
+    -- no ceilings to measure: no FMA kernel compiled for them
+    local ev2 = eval.new(assert(taskmod.load("kernels/saxpy.lua")), { measure_peaks = false })
+    runs = {}
+    compile.run = function(jobs)
+      local names = {}
+      for _, j in ipairs(jobs) do names[#names + 1] = tostring(j.name) end
+      runs[#runs + 1] = names
+    end
+    ev2:begin_compiles("sm_90")
+    compile.run = run
+    assert.are.same({ "kloop_l2_flush.cu", "kloop_check_regions.cu", "kloop_compare.cu" }, runs[1])
   end)
 
   it("is stopped by close when the run ends before its start", function()

@@ -189,13 +189,28 @@ local function kept(ctx, opts)
   return nil, dir, file
 end
 
+-- Begins the timing child for task.library before anything else (the driver: beside
+-- the worker's prespawn, before the GPU probe), so loading cuBLAS (hundreds of MB, from
+-- a cold page cache on a fresh machine) and drawing its inputs overlap the probe and the
+-- worker's start; M.early then keeps or drops it. A handle, or nil.
+function M.prestart(task, opts)
+  if not task.library or task.backend ~= "cuda" then return nil end
+  local ok, h = pcall(M.begin, task, opts)
+  return ok and h or nil
+end
+
 -- The driver's hook at the very start of a search (before the worker's): where at_start
--- will measure, its timing child begins now (ctx.library_child), so loading cuBLAS
--- overlaps the worker's start. A child that cannot start is left to at_start to say.
-function M.early(ctx, opts)
-  if skip_reason(ctx) or kept(ctx, opts) then return end
-  local ok, h = pcall(M.begin, ctx.task, opts)
-  if ok and h then ctx.library_child = h end
+-- will measure, its timing child begins now (ctx.library_child; h: one M.prestart began,
+-- stopped here where it is not needed), so loading cuBLAS overlaps the worker's start. A
+-- child that cannot start is left to at_start to say.
+function M.early(ctx, opts, h)
+  if skip_reason(ctx) or kept(ctx, opts) then M.abandon(h) return end
+  if not h then
+    local ok
+    ok, h = pcall(M.begin, ctx.task, opts)
+    if not ok then h = nil end
+  end
+  if h then ctx.library_child = h end
 end
 
 -- The driver's hook at the start of a search (after the baseline): the task's library

@@ -579,6 +579,10 @@ function W:begin_compiles(arch)
     self.compiles_for, self.arch = arch, arch
     local jobs = {}
     for _, k in ipairs(M.OWN_KERNELS) do jobs[#jobs + 1] = compile.prepare(M[k[2]], { arch = arch, name = k[3] }) end
+    -- (and the ceilings' FMA kernel, which the start's measurement compiles: kloop.eval.peaks)
+    if self.opts.measure_peaks ~= false and self.measured == nil then
+      jobs[#jobs + 1] = compile.prepare(require("kloop.eval.peaks").fma_source, { arch = arch, name = "fma_peak.cu" })
+    end
     compile.run(jobs, { background = true })
     if not self.ref_job and not self.task.reference.none then
       -- (the jobs start_worker waits for; a reference that does not compile is said there)
@@ -710,6 +714,15 @@ function W:start_worker()
     lap("peaks")
     -- the measurement killed the worker: one restart, without the ceilings
     if not self.proc then self.ready = false return self:start_worker() end
+  end
+  -- (benches: KLOOP_WAITS_LOG=FILE gets the start's parts too)
+  local path = os.getenv("KLOOP_WAITS_LOG")
+  local f = path and path ~= "" and io.open(path, "a")
+  if f then
+    local names = require("kloop.util").sorted_keys(parts)
+    for i, k in ipairs(names) do names[i] = string.format("%s %.3f", k, parts[k]) end
+    f:write(string.format("%.3f start %s\n", sys.now(), table.concat(names, ", ")))
+    f:close()
   end
   return true
 end

@@ -774,12 +774,17 @@ function M.run(strategy, path, args)
   -- probe below, so its CUDA start overlaps the probe's (W:prespawn)
   -- (and with the arch NVML names, in 20 ms without a CUDA context, kloop's own kernels
   -- and the reference compile from then too)
+  local library = require("kloop.eval.library")
   if task.backend == "cuda" and opts.gpus == "" and opts.remote_workers == "" and opts.workers <= 1 then
     pcall(ev.prespawn, ev, gpu.arch_hint(0))
   end
+  -- (and the library reference's timing child, which loads cuBLAS meanwhile; a resumed
+  -- run keeps the reference it recorded)
+  local lib_child = task.library and not (opts.resume and opts.resume > 0) and library.prestart(task) or nil
   -- the GPU's facts go into the run's provenance (name, arch, driver)
   local gpu_facts = task.backend == "cuda" and gpu.probe(0) or nil
   if task.backend == "cuda" and not gpu_facts then
+    library.abandon(lib_child)
     ev:close()
     util.eprintf("kloop: no GPU here for %s; try a host task (examples/cpu/*.c)\n", target)
     return 1
@@ -790,13 +795,16 @@ function M.run(strategy, path, args)
     t0 = sys.now(), done_keys = {}, rng = rng.new(opts.seed), strategy = strategy, path = path, target = target, given = given }, Ctx)
   ctx.ev = ev
   local okp, perr = require("kloop.search.workers").build(ctx, eval)
-  if not okp then ev:close() util.eprintf("kloop: %s\n", perr) return 2 end
+  if not okp then library.abandon(lib_child) ev:close() util.eprintf("kloop: %s\n", perr) return 2 end
   if not opts.no_store then
     local s, serr = require("kloop.store.run").open(ctx, opts.db ~= "" and opts.db or nil)
-    if not s then ev:close() util.eprintf("kloop: store: %s\n", serr) return 1 end
+    if not s then library.abandon(lib_child) ev:close() util.eprintf("kloop: store: %s\n", serr) return 1 end
     ctx.store = s
     ctx.run_id = s.run_id
   end
+  -- (the prestarted timing child kept, or stopped: a reference measured before on this
+  -- GPU; it times after the baseline, at_start below)
+  if lib_child then library.early(ctx, nil, lib_child) end
 
   local status, reason = "done", nil -- reason: why the run stopped
   -- from here SIGTERM and SIGHUP stop the run like Ctrl-C (kl_lua.c)
@@ -847,9 +855,9 @@ function M.run(strategy, path, args)
     -- the baseline: the task's own kernel, so every speedup has a reference
     local base = { source = task.source, proposer = "baseline", label = "baseline",
       store_id = pending_base and pending_base.store_id }
-    -- the library reference's timing child opens CUDA and cuBLAS beside the worker's
-    -- start; it times after the baseline (at_start below), with the worker idle
-    if task.library then pcall(require("kloop.eval.library").early, ctx) end
+    -- (the library reference's timing child, where none began with the prespawn: it
+    -- loads cuBLAS beside the worker's start and times after the baseline, at_start)
+    if task.library and not lib_child then pcall(library.early, ctx) end
     -- pipelining starts here: the model works on the first children while the worker
     -- starts, the reference is computed and the baseline is timed
     ok, msg = protected("prefetch", function()
@@ -872,11 +880,11 @@ function M.run(strategy, path, args)
   -- the library's time for the same work (the report's reference line), measured once
   if ok and task.library then
     local tl = sys.now()
-    ok, msg = protected("library", require("kloop.eval.library").at_start, ctx)
+    ok, msg = protected("library", library.at_start, ctx)
     ctx:spend("library", tl)
   end
   -- (a run that ended before the reference was timed: its child goes)
-  if ctx.library_child then require("kloop.eval.library").abandon(ctx.library_child) ctx.library_child = nil end
+  if ctx.library_child then library.abandon(ctx.library_child) ctx.library_child = nil end
   -- the loop itself runs protected too: Ctrl-C can land between two hook calls
   local okloop, lerr = xpcall(function()
   -- results that ran to their end but had not settled when kloop was killed (stored
