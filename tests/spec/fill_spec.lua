@@ -129,6 +129,34 @@ describe("filling a batch's compile wait with a point think offered", function()
     assert.is_nil(ctx.next_spare)
   end)
 
+  -- the driver takes the offered points compiled already before those still compiling
+  -- (tune offers its guess past the batch, best first: its top may still compile)
+  it("fills a wait with the offered points compiled already, before those still compiling", function()
+    -- s1 and s2 compile; s3 is compiled; one spare allowed
+    local ev, ctx, S = setup({ "s3", "s1", "a", "b" }, { a = true, b = true, n1 = true, s1 = true, s2 = true })
+    function S.think()
+      local l = cands("n1")
+      l.exact = true
+      l.spare = cands("s1", "s2", "s3")
+      l.spare.max = 1
+      return l
+    end
+    ctx:arm_think(S, 2)
+    ev.on_sent()
+    local inner, offered = ev.first_ready, nil
+    function ev:first_ready(list, more)
+      local k = inner(self, list, more)
+      if not offered then
+        offered = {}
+        for i, c in ipairs(list) do offered[i] = c.source end
+      end
+      return k
+    end
+    assert.is_true((run(ctx, S, cands("a", "b"))))
+    assert.are.same({ "a", "b", "n1", "s3" }, offered, "the compiled spare is not the one offered")
+    assert.are.same({ "s3", "a", "b" }, ev.calls)
+  end)
+
   it("offers no point of this batch or the next, and nothing without exact or with a time budget", function()
     local ev, ctx, S = setup({ "a", "b" }, { a = true, b = true, n1 = true })
     thinking(S, { "n1" }, { "n1", "a" })

@@ -452,8 +452,17 @@ end
 -- neither (an evaluation would compile them itself). The host backend: all ready.
 function Evaluator:compile_counts(c)
   if self:backend() == "host" then return 1, 0, 0 end
+  -- (the driver asks this of every candidate of a batch, the next and the spares at each
+  -- step of a wait: the jobs' keys are kept per candidate and arch, weakly, so each is
+  -- hashed once, not at every ask)
+  self.count_jobs = self.count_jobs or setmetatable({}, { __mode = "k" })
+  local kept = self.count_jobs[c]
+  if not kept or kept.arch ~= self.arch or kept.source ~= c.source or kept.defines ~= c.defines then
+    kept = { arch = self.arch, source = c.source, defines = c.defines, jobs = self:compile_jobs(c) }
+    self.count_jobs[c] = kept
+  end
   local ready, pending, none = 0, 0, 0
-  for _, job in ipairs(self:compile_jobs(c)) do
+  for _, job in ipairs(kept.jobs) do
     if compile.ready(job) then ready = ready + 1
     elseif compile.pending(job) then pending = pending + 1
     else none = none + 1 end
@@ -474,9 +483,9 @@ function Evaluator:count_wait(state, seconds, job, label)
   local f = io.open(path, "a")
   if not f then return end
   local bg = compile.background
-  f:write(string.format("%.3f wait %.3f %s age %.3f compile %s urgent %s running %d queued %d\n", sys.now(), seconds,
-    label or state, job and job.started and (sys.now() - job.started) or -1, tostring(job and job.seconds),
-    tostring(job and job.urgent or false), #bg.running, #bg.queue))
+  f:write(string.format("%.3f wait %.3f %s age %.3f compile %s urgent %s running %d queued %d prepared %d\n", sys.now(),
+    seconds, label or state, job and job.started and (sys.now() - job.started) or -1, tostring(job and job.seconds),
+    tostring(job and job.urgent or false), #bg.running, #bg.queue, self.prepared or 0))
   f:close()
 end
 

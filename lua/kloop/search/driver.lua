@@ -677,7 +677,8 @@ function Ctx:borrowable(next_exact)
 end
 
 -- Of the points think offered to fill a wait (its list's spare field, cut to the
--- foreseen ones and to none of its batch), those that may run now (Ctx:runnable),
+-- foreseen ones and to none of its batch), those that may run now (Ctx:runnable; the
+-- compiled ones first),
 -- within the budget's room once this batch and the next are evaluated (used: the
 -- candidates those and the spares run so far take) and within spare.max (taken: the
 -- spares run in this batch so far). Nothing with a time budget, or once the strategy's
@@ -685,7 +686,18 @@ end
 function Ctx:spares(used, taken)
   if not self.next_spare or self.exact_broken or (self.opts.time or 0) > 0 then return {} end
   local room = math.min(self.opts.budget - used - #(self.next_exact or {}), self.next_spare.max - (taken or 0))
-  return self:runnable(self.next_spare, room)
+  if room <= 0 then return {} end
+  -- (those compiled already first, in the strategy's order, then those still compiling:
+  -- a wait is filled by what can run now, not by the first offered)
+  local ready, compiling = {}, {}
+  for _, c in ipairs(self:runnable(self.next_spare, #self.next_spare)) do
+    local _, pending = self.ev:compile_counts(c)
+    local t = pending == 0 and ready or compiling
+    t[#t + 1] = c
+  end
+  for _, c in ipairs(compiling) do ready[#ready + 1] = c end
+  for i = #ready, room + 1, -1 do ready[i] = nil end
+  return ready
 end
 
 -- Settles results run ahead that no batch claimed (pre: key -> {cand, result}), in the
