@@ -233,6 +233,10 @@ describe("kloop.eval.library", function()
       warm.gpu = g
       library.early(warm, { argv = fake(mark) })
       assert.is_nil(warm.library_child)
+      -- (what the driver asks right after its probe, to stop a prestarted child at once)
+      assert.is_true(library.is_kept(g, task))
+      assert.is_false(library.is_kept({ uuid = g.uuid .. "-other", driver_version = 13000 }, task))
+      assert.is_false(library.is_kept(nil, task))
       -- a child begun before the probe (prestart) is kept by a fresh run, and stopped by a
       -- resumed one and where the reference is kept: none of those is left running
       assert.is_nil(library.prestart({ backend = "host", library = task.library, sizes = task.sizes }))

@@ -332,28 +332,6 @@ describe("kloop.protocol: guard zones and the worker's state", function()
     _G.sim_cache_hits = nil
   end)
 
-  -- (a module without memory of its own between launches, the parent's word:
-  -- kloop.eval.compile.keeps_state; a reload would change nothing but the time it costs)
-  it("loads a stateless module once for its timing, any other before every timed launch", function()
-    local loads, load = 0, sim.load
-    sim.load = function(...) loads = loads + 1 return load(...) end
-    local ok, err = pcall(function()
-      local body = [[gemm = function(p) g.gemm(g.args(p)) end]]
-      local r = evaluate(body)
-      assert.are.equal("ok", r.verdict, r.reason)
-      local reloaded = loads
-      assert.is_true(reloaded >= r.reps, "the module was not loaded before each timed launch")
-      loads = 0
-      r = evaluate(body, { stateless = true })
-      assert.are.equal("ok", r.verdict, r.reason)
-      assert.is_true(r.reps >= 3)
-      assert.is_true(loads < reloaded - 2, string.format("%d loads stateless, %d otherwise", loads, reloaded))
-      assert.is_true(loads <= #SPEC.cases, string.format("%d loads for %d cases", loads, #SPEC.cases))
-    end)
-    sim.load = load
-    assert(ok, err)
-  end)
-
   it("catches a changed flush buffer or other backend state through the backend's regions", function()
     local saved = sim.state_regions
     local scratch = ffi.new("uint32_t[64]")

@@ -187,21 +187,6 @@ function M.static_data_bytes(image)
   return total
 end
 
--- Whether a loaded module could keep state between launches in its own memory: a
--- writable section (SHF_WRITE) that is not per-block shared memory (.nv.shared*, which
--- no reload clears anyway): __device__ and __managed__ variables (.nv.global,
--- .nv.global.init), or anything a later toolkit adds. True for what is not an ELF64
--- image (nothing is known of it), so the timing protocol reloads the module before each
--- timed repetition unless this says false (kloop.worker.protocol).
-function M.keeps_state(image)
-  local secs = type(image) == "string" and M.elf_sections(image)
-  if not secs then return true end
-  for _, sec in ipairs(secs) do
-    if sec.flags % 2 == 1 and sec.name:sub(1, 11) ~= ".nv.shared." then return true end
-  end
-  return false
-end
-
 -- The loaded image of a binary (a cubin, a host .so), as a hex id: the names and
 -- contents of its sections that are loaded (SHF_ALLOC with data: code, constants,
 -- tables) and a cubin's kernel attributes (.nv.info*), not its notes (a build id) nor

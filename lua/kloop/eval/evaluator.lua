@@ -301,14 +301,10 @@ function Evaluator:prepare(src, opts)
   end
   local point_args, aerr = self:point_args(src, opts.defines)
   if not point_args then return nil, { verdict = "launch_error", reason = aerr }, built[#built].job end
-  -- (stateless: no binary of the candidate has memory of its own that outlives a launch,
-  -- so the timing protocol need not load it afresh before each timed repetition)
-  local stateless = self:backend() == "cuda"
   for _, b in ipairs(self:backend() == "cuda" and built or {}) do
     -- large static device data is where a kernel would keep results between launches
     local job = b.job
     local image = util.read_file(job.cubin_path)
-    if stateless then stateless = not compile.keeps_state(image) end
     self:image_id(job, image)
     local bytes = image and compile.static_data_bytes(image)
     local limit = self.task.static_data or M.STATIC_DATA_LIMIT
@@ -326,8 +322,7 @@ function Evaluator:prepare(src, opts)
   end
   local job = summary_job(built)
   return { cubin = job.cubin_path, cubins = cubins, plans = plans, floor_ms = self:floor_ms(opts.defines),
-    args = next(point_args) and point_args or nil, stateless = stateless or nil }, nil, job,
-    M.code_id(built, plans, point_args, self)
+    args = next(point_args) and point_args or nil }, nil, job, M.code_id(built, plans, point_args, self)
 end
 
 -- The loaded image's id of a compiled job's binary (compile.image_id), kept by the

@@ -199,6 +199,12 @@ function M.prestart(task, opts)
   return ok and h or nil
 end
 
+-- Whether the reference of this task on GPU g (the probe's facts) was measured before and
+-- kept: a child begun by M.prestart is then not needed (the driver stops it at once).
+function M.is_kept(g, task, opts)
+  return kept({ gpu = g, task = task }, opts) ~= nil
+end
+
 -- The driver's hook at the very start of a search (before the worker's): where at_start
 -- will measure, its timing child begins now (ctx.library_child; h: one M.prestart began,
 -- stopped here where it is not needed), so loading cuBLAS overlaps the worker's start. A

@@ -795,8 +795,15 @@ function M.run(strategy, path, args)
   local lib_child = task.library and not (opts.resume and opts.resume > 0) and library.prestart(task) or nil
   -- the GPU's facts go into the run's provenance (name, arch, driver)
   local gpu_facts = task.backend == "cuda" and gpu.probe(0) or nil
+  if lib_child then
+    -- (no GPU, or its reference kept from an earlier run: no measurement to make)
+    local okk, is_kept = pcall(library.is_kept, gpu_facts, task)
+    if not gpu_facts or not okk or is_kept then
+      library.abandon(lib_child)
+      lib_child = nil
+    end
+  end
   if task.backend == "cuda" and not gpu_facts then
-    library.abandon(lib_child)
     ev:close()
     util.eprintf("kloop: no GPU here for %s; try a host task (examples/cpu/*.c)\n", target)
     return 1
@@ -816,7 +823,10 @@ function M.run(strategy, path, args)
   end
   -- (the prestarted timing child kept, or stopped: a reference measured before on this
   -- GPU; it times after the baseline, at_start below)
-  if lib_child then library.early(ctx, nil, lib_child) end
+  if lib_child and not pcall(library.early, ctx, nil, lib_child) then
+    library.abandon(lib_child)
+    ctx.library_child = nil
+  end
 
   local status, reason = "done", nil -- reason: why the run stopped
   -- from here SIGTERM and SIGHUP stop the run like Ctrl-C (kl_lua.c)

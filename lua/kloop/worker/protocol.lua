@@ -1085,8 +1085,7 @@ end
 
 -- A fresh load of a candidate's module (the case's) before each timed repetition: its
 -- globals start from their initial values every time, so nothing it computed in an
--- earlier launch (verification's, or the last repetition's) can be replayed into a timed
--- one. Not for a module without globals (req.stateless): a reload changes nothing there.
+-- earlier launch (verification's, or the last repetition's) can be replayed into a timed one.
 local function reload_for_timing(be, cand, case)
   local r = cand.cases[case.label]
   local old = r.mod
@@ -1347,9 +1346,7 @@ local function time_interleaved(be, spec, cands, timing)
     for _, c in ipairs(pair_order(#cands, r, timing.order)) do
       local cand = cands[c]
       local kernels = cand.plans[case.label]
-      -- (a module with no memory of its own between launches, the parent's word from its
-      -- ELF sections: kloop.eval.compile.keeps_state, is not loaded again)
-      if timing.reload ~= false and not cand.req.stateless then
+      if timing.reload ~= false then
         local rv, rf
         kernels, rv, rf = reload_for_timing(be, cand, case)
         if not kernels then return nil, c, rv, rf end
