@@ -6,14 +6,8 @@
 # worker's breakdown of 12 gemm_tiled points; then Kernel Tuner on all three spaces.
 # Everything in $OUT/all.log (few files come back); a table last.
 cd "$(dirname "$0")/.."
-O=${OUT:-/tmp}
-T=$(mktemp -d)
-L=$O/all.log
-: > $L
-rows=()
-row() { rows+=("$(printf '%-20s %s' "$1" "$2")"); }
-OUT=$T bash bench/gpu_tests.sh > $T/gpu_tests.txt 2>&1
-{ echo "== GPU tests"; cat $T/gpu_tests.txt; } >> $L
+. bench/round_lib.sh
+gpu_tests_logged
 # (the old binary with its own embedded Lua, not the working tree's)
 use() { if [ "$1" = old ]; then export KLOOP_EMBEDDED_ONLY=1; K=build/old/kloop; else unset KLOOP_EMBEDDED_ONLY; K=build/kloop; fi; }
 for spec in "model 7" "model 3" "model 5" "random 9"; do

@@ -4,10 +4,7 @@
 # gemm_tiled model 100, seeds 3, 5, 7, empty compile caches, alternated, every wait
 # logged (KLOOP_WAITS_LOG) with its time since the worker's start. One log, printed.
 cd "$(dirname "$0")/.."
-O=${OUT:-/tmp}
-T=$(mktemp -d)
-L=$O/all.log
-: > $L
+. bench/round_lib.sh
 for seed in ${SEEDS:-3 5 7}; do
   for b in var new; do
     rm -rf "$T/cache"; mkdir -p "$T/cache"; export KLOOP_CACHE=$T/cache

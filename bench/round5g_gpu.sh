@@ -5,14 +5,8 @@
 # then a second run on a warm cache (the library's time kept: its child stopped after the
 # probe), then Kernel Tuner on saxpy and stencil. One log; a table last.
 cd "$(dirname "$0")/.."
-O=${OUT:-/tmp}
-T=$(mktemp -d)
-L=$O/all.log
-: > $L
-rows=()
-row() { rows+=("$(printf '%-22s %s' "$1" "$2")"); }
-OUT=$T bash bench/gpu_tests.sh > $T/gpu_tests.txt 2>&1
-{ echo "== GPU tests"; cat $T/gpu_tests.txt; } >> $L
+. bench/round_lib.sh
+gpu_tests_logged
 busy() { # label, then tune options
   local label=$1; shift
   OUT=$T bash bench/gpu_busy.sh kernels/gemm_tiled.lua 100 "$@" --timing-budget 0.3 --promote off > "$T/busy.log" 2>&1

@@ -23,14 +23,30 @@ local function setup(finish, compiling, opts)
   return ev, ctx, S
 end
 
--- think as tune's: the next batch exactly, and spares past it
-local function thinking(S, nexts, spares)
+-- think as tune's: the next batch exactly, and spares past it (at most max of them)
+local function thinking(S, nexts, spares, max)
   function S.think()
     local l = cands(unpack(nexts))
     l.exact = true
     l.spare = cands(unpack(spares))
+    l.spare.max = max
     return l
   end
+end
+
+-- The sources of the evaluator's first first_ready list (the batch, the next batch's
+-- and the spares the driver offered), read by the function returned.
+local function capture_offered(ev)
+  local inner, offered = ev.first_ready, nil
+  function ev:first_ready(list, more)
+    local k = inner(self, list, more)
+    if not offered then
+      offered = {}
+      for i, c in ipairs(list) do offered[i] = c.source end
+    end
+    return k
+  end
+  return function() return offered end
 end
 
 local function run(ctx, S, batch)
@@ -67,17 +83,9 @@ describe("filling a batch's compile wait with a point think offered", function()
     thinking(S, { "n1", "n2" }, { "s1" })
     ctx:arm_think(S, 2)
     ev.on_sent()
-    local inner, offered = ev.first_ready, nil
-    function ev:first_ready(list, more)
-      local k = inner(self, list, more)
-      if not offered then
-        offered = {}
-        for i, c in ipairs(list) do offered[i] = c.source end
-      end
-      return k
-    end
+    local offered = capture_offered(ev)
     assert.is_true((run(ctx, S, cands("a", "b"))))
-    assert.are.same({ "a", "b", "n1", "n2", "s1" }, offered, "the spares come after the next batch")
+    assert.are.same({ "a", "b", "n1", "n2", "s1" }, offered(), "the spares come after the next batch")
     assert.are.same({ "n1", "a", "b" }, ev.calls)
     assert.are.same({ "a", "b" }, S.seen)
     assert.is_truthy(ctx.pre[driver.key(cands("n1")[1])])
@@ -105,13 +113,7 @@ describe("filling a batch's compile wait with a point think offered", function()
 
   it("runs no more spares in a batch than the list's max", function()
     local ev, ctx, S = setup({ "s1", "s2", "s3", "a", "b" }, { a = true, b = true, n1 = true })
-    function S.think()
-      local l = cands("n1")
-      l.exact = true
-      l.spare = cands("s1", "s2", "s3")
-      l.spare.max = 2
-      return l
-    end
+    thinking(S, { "n1" }, { "s1", "s2", "s3" }, 2)
     ctx:arm_think(S, 2)
     ev.on_sent()
     assert.is_true((run(ctx, S, cands("a", "b"))))
@@ -134,26 +136,12 @@ describe("filling a batch's compile wait with a point think offered", function()
   it("fills a wait with the offered points compiled already, before those still compiling", function()
     -- s1 and s2 compile; s3 is compiled; one spare allowed
     local ev, ctx, S = setup({ "s3", "s1", "a", "b" }, { a = true, b = true, n1 = true, s1 = true, s2 = true })
-    function S.think()
-      local l = cands("n1")
-      l.exact = true
-      l.spare = cands("s1", "s2", "s3")
-      l.spare.max = 1
-      return l
-    end
+    thinking(S, { "n1" }, { "s1", "s2", "s3" }, 1)
     ctx:arm_think(S, 2)
     ev.on_sent()
-    local inner, offered = ev.first_ready, nil
-    function ev:first_ready(list, more)
-      local k = inner(self, list, more)
-      if not offered then
-        offered = {}
-        for i, c in ipairs(list) do offered[i] = c.source end
-      end
-      return k
-    end
+    local offered = capture_offered(ev)
     assert.is_true((run(ctx, S, cands("a", "b"))))
-    assert.are.same({ "a", "b", "n1", "s3" }, offered, "the compiled spare is not the one offered")
+    assert.are.same({ "a", "b", "n1", "s3" }, offered(), "the compiled spare is not the one offered")
     assert.are.same({ "s3", "a", "b" }, ev.calls)
   end)
 
