@@ -365,6 +365,33 @@ describe("kloop.eval a worker spawned ahead", function()
     assert.are.same({ "kloop_l2_flush.cu", "kloop_check_regions.cu", "kloop_compare.cu" }, runs[1])
   end)
 
+  -- a search's first evaluation is the task's own kernel at its defaults: it compiles
+  -- from the first arch known on (it waited for its compile after the worker's start)
+  it("compiles the baseline with kloop's own kernels where asked, the very binary its evaluation loads", function()
+    local compile = require("kloop.eval.compile")
+    local task = assert(taskmod.load("kernels/gemm_tiled.lua"))
+    local function queued(opts)
+      local ev = eval.new(task, opts)
+      local runs = {}
+      local run = compile.run
+      compile.run = function(jobs, o) for _, j in ipairs(jobs) do runs[#runs + 1] = { key = j.key, urgent = o and o.urgent } end end
+      local ok, err = pcall(ev.begin_compiles, ev, "sm_90")
+      compile.run = run
+      assert(ok, err)
+      -- (the key of the baseline's evaluation: the driver's opts for it, defines and name nil)
+      ev.arch = "sm_90"
+      local _, copts = ev:compiler({ timing = {} }, task.source)
+      local key = compile.prepare(task.source, copts).key
+      for _, r in ipairs(runs) do if r.key == key then return r end end
+      return nil
+    end
+    local r = queued({ precompile_baseline = true })
+    assert.is_table(r, "the baseline's binary was not queued")
+    assert.is_true(r.urgent)
+    assert.is_nil(queued({}), "queued without being asked")
+    assert.is_nil(queued({ precompile_baseline = true, compile_background = false }))
+  end)
+
   it("is stopped by close when the run ends before its start", function()
     local ev = eval.new(assert(taskmod.load("examples/cpu/sgemm.c")))
     assert.is_true((ev:prespawn()))

@@ -590,6 +590,11 @@ function W:begin_compiles(arch)
       compile.run(self:compile_jobs({ source = src, name = o.name, entries = o.entries }),
         { background = true, urgent = true })
     end
+    -- (and the task's own kernel at its defaults, where the caller evaluates it first: a
+    -- search's baseline, opts.precompile_baseline; it waited for its compile after the start)
+    if self.opts.precompile_baseline and self.opts.compile_background ~= false then
+      self:queue_compiles({ { source = self.task.source } }, true)
+    end
     self.precompiled = nil
     self.arch = own_arch
   end

@@ -779,7 +779,9 @@ function M.run(strategy, path, args)
     return 2
   end
   local ctx
-  local ev = eval.new(task, { deadline = opts.deadline > 0 and opts.deadline or nil,
+  -- (precompile_baseline: the task's own kernel compiles from the first arch known on,
+  -- beside kloop's own kernels and the reference: the baseline is the first evaluation)
+  local ev = eval.new(task, { deadline = opts.deadline > 0 and opts.deadline or nil, precompile_baseline = true,
     on_reevaluate = function(result) ctx:reevaluated(result) end,
     log = function(line) if not opts.quiet then util.eprintf("kloop: %s\n", line) end end })
   -- one local worker on GPU 0 (the usual case): it is spawned, its hello sent, before the
