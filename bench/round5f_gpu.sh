@@ -4,6 +4,7 @@
 # gemm_tiled model 100, seeds 3, 5, 7, empty compile caches, alternated, every wait
 # logged (KLOOP_WAITS_LOG) with its time since the worker's start. One log, printed.
 cd "$(dirname "$0")/.."
+: "${VARIANT:?set VARIANT to a copy of lua/ with the change left out (e.g. var/head/lua)}"
 . bench/round_lib.sh
 for seed in ${SEEDS:-3 5 7}; do
   for b in var new; do

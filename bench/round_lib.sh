@@ -1,9 +1,10 @@
 # bench/round_lib.sh: what the one-call GPU scripts of a session share (sourced from the
-# repository root): O (the folder that comes back, $OUT), T (scratch), L ($O/all.log, the
+# repository root): O (the folder that comes back, $OUT), T (scratch, removed at exit), L ($O/all.log, the
 # one log: few files come back from the device), rows and row LABEL TEXT (the table printed
 # last), and gpu_tests_logged (every GPU test, its table appended to L and kept in T).
 O=${OUT:-/tmp}
 T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
 L=$O/all.log
 : > "$L"
 rows=()

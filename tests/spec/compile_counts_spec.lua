@@ -19,6 +19,7 @@ describe("Evaluator:compile_counts", function()
       local c = { source = src, defines = { BLOCK = 128 } }
       local ready, pending, none = ev:compile_counts(c)
       assert.are.same({ 0, 0, 1 }, { ready, pending, none }, "an empty cache")
+      assert.are.equal(0, select(4, ev:compile_counts(c)))
       -- compiled since the last ask (as the background compilers do): ready now
       local jobs = ev:compile_jobs(c)
       compile.run(jobs)
@@ -26,15 +27,26 @@ describe("Evaluator:compile_counts", function()
         assert.truthy(tostring(jobs[1].log):lower():find("nvrtc", 1, true), tostring(jobs[1].log))
         return
       end
-      assert.are.same({ 1, 0, 0 }, { ev:compile_counts(c) })
+      assert.are.same({ 1, 0, 0, 0 }, { ev:compile_counts(c) })
       -- another arch: other binaries, none compiled
       ev.arch = "sm_80"
-      assert.are.same({ 0, 0, 1 }, { ev:compile_counts(c) })
+      assert.are.same({ 0, 0, 1, 0 }, { ev:compile_counts(c) })
       ev.arch = "sm_90"
-      assert.are.same({ 1, 0, 0 }, { ev:compile_counts(c) })
+      assert.are.same({ 1, 0, 0, 0 }, { ev:compile_counts(c) })
       -- the same table with other defines (a strategy that reuses its tables) is another point
       c.defines = { BLOCK = 256 }
-      assert.are.same({ 0, 0, 1 }, { ev:compile_counts(c) })
+      assert.are.same({ 0, 0, 1, 0 }, { ev:compile_counts(c) })
+      -- in the background: pending, then ready; a compile error ready and failed
+      local bad = { source = src .. "\n#error kloop compile_counts_spec\n" }
+      local bjobs = ev:compile_jobs(c)
+      for _, j in ipairs(ev:compile_jobs(bad)) do bjobs[#bjobs + 1] = j end
+      compile.run(bjobs, { background = true })
+      assert.are.same({ 0, 1, 0, 0 }, { ev:compile_counts(c) }, "a queued compile is not pending")
+      assert.are.same({ 0, 1, 0, 0 }, { ev:compile_counts(bad) })
+      local t0 = sys.now()
+      while (compile.pending(bjobs[1]) or compile.pending(bjobs[2])) and sys.now() - t0 < 60 do compile.pump(50) end
+      assert.are.same({ 1, 0, 0, 0 }, { ev:compile_counts(c) })
+      assert.are.same({ 1, 0, 0, 1 }, { ev:compile_counts(bad) }, "a failed compile is not said")
     end
   end)
 end)

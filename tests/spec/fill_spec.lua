@@ -141,8 +141,17 @@ describe("filling a batch's compile wait with a point think offered", function()
     ev.on_sent()
     local offered = capture_offered(ev)
     assert.is_true((run(ctx, S, cands("a", "b"))))
-    assert.are.same({ "a", "b", "n1", "s3" }, offered(), "the compiled spare is not the one offered")
+    assert.are.same({ "a", "b", "n1", "s3" }, offered(), "the spare offered is not the compiled one")
     assert.are.same({ "s3", "a", "b" }, ev.calls)
+    -- a point whose compile failed is no filler: one still compiling comes before it
+    ev, ctx, S = setup({ "s1", "a", "b" }, { a = true, b = true, n1 = true, s1 = true })
+    ev.failed = { s2 = true }
+    thinking(S, { "n1" }, { "s2", "s1" }, 1)
+    ctx:arm_think(S, 2)
+    ev.on_sent()
+    offered = capture_offered(ev)
+    assert.is_true((run(ctx, S, cands("a", "b"))))
+    assert.are.same({ "a", "b", "n1", "s1" }, offered(), "a failed compile filled the wait")
   end)
 
   it("offers no point of this batch or the next, and nothing without exact or with a time budget", function()

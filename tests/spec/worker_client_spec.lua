@@ -390,6 +390,16 @@ describe("kloop.eval a worker spawned ahead", function()
     assert.is_true(r.urgent)
     assert.is_nil(queued({}), "queued without being asked")
     assert.is_nil(queued({ precompile_baseline = true, compile_background = false }))
+    -- a pool's other workers never run the baseline: none of them is asked to compile it
+    local host = assert(taskmod.load("examples/cpu/sgemm.c"))
+    local ctx = { task = host, ev = eval.new(host, { precompile_baseline = true }),
+      opts = { workers = 3, gpus = "", remote_workers = "", cascade = "off" } }
+    assert.is_true((require("kloop.search.workers").build(ctx, eval)))
+    assert.are.equal(3, #ctx.pool.evs)
+    assert.is_true(ctx.pool.evs[1].opts.precompile_baseline)
+    assert.is_nil(ctx.pool.evs[2].opts.precompile_baseline)
+    assert.is_nil(ctx.pool.evs[3].opts.precompile_baseline)
+    for _, e in ipairs(ctx.pool.evs) do e:close() end
   end)
 
   it("is stopped by close when the run ends before its start", function()

@@ -437,6 +437,13 @@ function M.ready(job)
   return try_cache(job)
 end
 
+-- Whether a prepared job's build ended in the background and failed (a compile error, a
+-- deadline): its evaluation would find that failure at once.
+function M.failed(job)
+  local b = bg.by_key[job.key]
+  return b ~= nil and b.done == true and not b.ok
+end
+
 -- Whether a prepared job's build is pending in the background (queued, or compiling
 -- and not yet read).
 function M.pending(job)

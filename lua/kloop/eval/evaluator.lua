@@ -444,25 +444,33 @@ end
 
 -- Of the binaries a candidate ({source, defines}) needs: how many are ready (cached, or
 -- their background job done), pending (queued or compiling in the background) and
--- neither (an evaluation would compile them itself). The host backend: all ready.
+-- neither (an evaluation would compile them itself); and, of the ready, how many failed
+-- to compile. The host backend: all ready.
 function Evaluator:compile_counts(c)
-  if self:backend() == "host" then return 1, 0, 0 end
+  if self:backend() == "host" then return 1, 0, 0, 0 end
   -- (the driver asks this of every candidate of a batch, the next and the spares at each
   -- step of a wait: the jobs' keys are kept per candidate and arch, weakly, so each is
-  -- hashed once, not at every ask)
+  -- hashed once, not at every ask; only what the asks read, not a job's log)
   self.count_jobs = self.count_jobs or setmetatable({}, { __mode = "k" })
   local kept = self.count_jobs[c]
   if not kept or kept.arch ~= self.arch or kept.source ~= c.source or kept.defines ~= c.defines then
-    kept = { arch = self.arch, source = c.source, defines = c.defines, jobs = self:compile_jobs(c) }
+    kept = { arch = self.arch, source = c.source, defines = c.defines, jobs = {} }
+    for i, job in ipairs(self:compile_jobs(c)) do
+      kept.jobs[i] = { key = job.key, name_exprs = job.name_exprs, entries = job.entries }
+    end
     self.count_jobs[c] = kept
   end
-  local ready, pending, none = 0, 0, 0
-  for _, job in ipairs(kept.jobs) do
-    if compile.ready(job) then ready = ready + 1
+  local ready, pending, none, failed = 0, 0, 0, 0
+  for _, k in ipairs(kept.jobs) do
+    -- (a throwaway job each ask: a cache hit fills it with the build's log)
+    local job = { key = k.key, name_exprs = k.name_exprs, entries = k.entries }
+    if compile.ready(job) then
+      ready = ready + 1
+      if compile.failed(job) then failed = failed + 1 end
     elseif compile.pending(job) then pending = pending + 1
     else none = none + 1 end
   end
-  return ready, pending, none
+  return ready, pending, none, failed
 end
 
 -- A compile an evaluation waited for: counted (waited_compiles, waited_by[state] for the

@@ -162,8 +162,9 @@ function M.cache_file(g, task, exe)
   local lib = task.library
   local _, dims = M.argv(exe or "kloop", lib, task)
   local dir = gpu_mod().peaks_cache_path(g, require("kloop.eval.compile").cache_dir())
-  local key = table.concat({ g.uuid, tostring(g.driver_version), lib.call, table.concat(dims, "x"),
-    sys.hex64(sys.hash64(require("kloop.util").read_file(sys.exe_path() or "") or "")) }, "/")
+  -- (the binary's hash once per process: the driver asks this up to three times a start)
+  M.exe_hash = M.exe_hash or sys.hex64(sys.hash64(require("kloop.util").read_file(sys.exe_path() or "") or ""))
+  local key = table.concat({ g.uuid, tostring(g.driver_version), lib.call, table.concat(dims, "x"), M.exe_hash }, "/")
   return dir, dir .. "/library-" .. sys.hex64(sys.hash64(key)) .. ".json"
 end
 

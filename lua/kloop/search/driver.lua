@@ -687,15 +687,24 @@ function Ctx:spares(used, taken)
   if not self.next_spare or self.exact_broken or (self.opts.time or 0) > 0 then return {} end
   local room = math.min(self.opts.budget - used - #(self.next_exact or {}), self.next_spare.max - (taken or 0))
   if room <= 0 then return {} end
-  -- (those compiled already first, in the strategy's order, then those still compiling:
-  -- a wait is filled by what can run now, not by the first offered)
-  local ready, compiling = {}, {}
-  for _, c in ipairs(self:runnable(self.next_spare, #self.next_spare)) do
-    local _, pending = self.ev:compile_counts(c)
-    local t = pending == 0 and ready or compiling
-    t[#t + 1] = c
+  -- (those compiled already first, in the strategy's order, then those still compiling,
+  -- then those that will not run (a failed compile, a source refused): a wait is filled
+  -- by what can run on the GPU now, not by the first offered; Ctx:runnable's rule, one
+  -- ask per point)
+  local ready, compiling, failing = {}, {}, {}
+  for _, c in ipairs(self.next_spare) do
+    local key = M.key(c)
+    if not self.pre[key] and not self.done_keys[key] then
+      local r, pending, none, failed = self.ev:compile_counts(c)
+      if none == 0 and (pending == 0 or r == 0) then
+        local t = (pending > 0 and compiling) or ((r == 0 or (failed or 0) > 0) and failing) or ready
+        t[#t + 1] = c
+      end
+    end
   end
-  for _, c in ipairs(compiling) do ready[#ready + 1] = c end
+  for _, t in ipairs({ compiling, failing }) do
+    for _, c in ipairs(t) do ready[#ready + 1] = c end
+  end
   for i = #ready, room + 1, -1 do ready[i] = nil end
   return ready
 end
@@ -781,7 +790,9 @@ function M.run(strategy, path, args)
   local ctx
   -- (precompile_baseline: the task's own kernel compiles from the first arch known on,
   -- beside kloop's own kernels and the reference: the baseline is the first evaluation)
-  local ev = eval.new(task, { deadline = opts.deadline > 0 and opts.deadline or nil, precompile_baseline = true,
+  -- (not where a resumed run has its baseline already: it may, and then compiles it then)
+  local ev = eval.new(task, { deadline = opts.deadline > 0 and opts.deadline or nil,
+    precompile_baseline = not (opts.resume and opts.resume > 0),
     on_reevaluate = function(result) ctx:reevaluated(result) end,
     log = function(line) if not opts.quiet then util.eprintf("kloop: %s\n", line) end end })
   -- one local worker on GPU 0 (the usual case): it is spawned, its hello sent, before the

@@ -74,6 +74,9 @@ function M.build(ctx, eval)
     local o = {}
     for k, v in pairs(base) do o[k] = v end
     for k, v in pairs(extra) do o[k] = v end
+    -- (the baseline runs on the first worker only: no other compiles it ahead, which on
+    -- another arch would be for nothing)
+    o.precompile_baseline = nil
     return o
   end
   if devices then base.device = devices[1] end

@@ -22,7 +22,12 @@ function M.fake_ev(finish, compiling, on_evaluate)
   function ev:backend() return "cuda" end
   ev.arch = "sm_90"
   function ev:compiled(c) return not compiling[c.source] end
-  function ev:compile_counts(c) if self:compiled(c) then return 1, 0, 0 end return 0, 1, 0 end
+  -- (ev.failed, set by a spec: sources whose compile ended failed)
+  function ev:compile_counts(c)
+    if self.failed and self.failed[c.source] then return 1, 0, 0, 1 end
+    if self:compiled(c) then return 1, 0, 0, 0 end
+    return 0, 1, 0, 0
+  end
   function ev:queue_compiles() end
   function ev:fire_think() local f = self.on_sent self.on_sent = nil if f then f() end end
   function ev:evaluate(src)
