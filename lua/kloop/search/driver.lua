@@ -790,7 +790,7 @@ function M.run(strategy, path, args)
   local ctx
   -- (precompile_baseline: the task's own kernel compiles from the first arch known on,
   -- beside kloop's own kernels and the reference: the baseline is the first evaluation)
-  -- (not where a resumed run has its baseline already: it may, and then compiles it then)
+  -- (not in a resumed run: its baseline is evaluated already, or else compiles when it runs)
   local ev = eval.new(task, { deadline = opts.deadline > 0 and opts.deadline or nil,
     precompile_baseline = not (opts.resume and opts.resume > 0),
     on_reevaluate = function(result) ctx:reevaluated(result) end,
