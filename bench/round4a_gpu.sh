@@ -7,32 +7,17 @@
 # name the compute capability against cuInit (could the first compiles start before the
 # probe?). A table last.
 cd "$(dirname "$0")/.."
-O=${OUT:-/tmp}
-T=$(mktemp -d)
-L=$T/tests; mkdir -p $L
-timeout 300 env OUT=$L bash bench/gpu_tests.sh > "$T/tests.txt" 2>&1
-rows=()
-row() { rows+=("$(printf '%-16s %s' "$1" "$2")"); }
-fresh() { rm -rf "$T/cache"; mkdir -p "$T/cache"; export KLOOP_CACHE=$T/cache; }
-run() { # LABEL TASK BUDGET OPTIONS...
-  local label=$1 task=$2 budget=$3; shift 3
-  fresh
-  OUT=$T bash bench/gpu_busy.sh "$task" "$budget" --timing-budget 0.3 --promote off "$@" > "$T/busy.log" 2>&1
-  row "$label" "$(grep -E '^(GPU_BUSY|WALL)' "$T/busy.log" | cut -c1-60 | tr '\n' ' ')"
-  row "  run" "$(grep -h -E '^run ' "$T"/gpu_busy.*/tune.log | cut -c1-120)"
-  row "  time" "$(grep -h -E '^time:' "$T"/gpu_busy.*/tune.log | cut -c11-260)"
-  row "  waits" "$(grep -h -E '^waits:' "$T"/gpu_busy.*/tune.log | cut -c11-200)"
-  row "  best" "$(grep -h -E '^best:' "$T"/gpu_busy.*/tune.log | cut -c1-110)"
-  cp "$T"/gpu_busy.*/tune.log "$O/tune_$label.log"; rm -rf "$T"/gpu_busy.*
-}
-run model7fill kernels/gemm_tiled.lua 100 --seed 7 --method model
-run model7nofill kernels/gemm_tiled.lua 100 --seed 7 --method model --fill 0
-run model3fill kernels/gemm_tiled.lua 100 --seed 3 --method model
-run model3nofill kernels/gemm_tiled.lua 100 --seed 3 --method model --fill 0
-run random9 kernels/gemm_tiled.lua 100 --seed 9 --method random
-run quick45 kernels/gemm_tiled.lua 45 --seed 1
+. bench/round_lib.sh
+gpu_tests_logged
+run() { fresh_cache; busy_rows "$@"; } # LABEL BUDGET OPTIONS...: on an empty compile cache
+run model7fill 100 --seed 7 --method model
+run model7nofill 100 --seed 7 --method model --fill 0
+run model3fill 100 --seed 3 --method model
+run model3nofill 100 --seed 3 --method model --fill 0
+run random9 100 --seed 9 --method random
+run quick45 45 --seed 1
 for t in saxpy stencil; do
-  fresh
+  fresh_cache
   s=$(date +%s.%N)
   build/kloop tune kernels/$t.lua --method exhaustive --no-store --profile none --promote off > "$O/ex_$t.log" 2>&1
   e=$(date +%s.%N)
@@ -55,6 +40,5 @@ t2 = time.perf_counter()
 print("nvml %.3f s (rc %d %d %d, sm_%d%d); cuInit after it %.3f s (rc %d)" % (t1 - t0, r1, r2, r3, ma.value, mi.value, t2 - t1, r4))
 PY
 )"
-cp "$T/tests.txt" "$O/tests.txt"
-cat "$T/tests.txt"
+cat "$T/gpu_tests.txt"
 for r in "${rows[@]}"; do echo "$r"; done

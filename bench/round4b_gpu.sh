@@ -6,16 +6,12 @@
 # batches of 8, 12 and 16 once choosing ahead, waits logged; then Kernel Tuner on the
 # microsecond spaces (TASKS=saxpy,stencil bench/kt_gpu/run.sh). A table last.
 cd "$(dirname "$0")/.."
-O=${OUT:-/tmp}
-T=$(mktemp -d)
-rows=()
-row() { rows+=("$(printf '%-18s %s' "$1" "$2")"); }
-fresh() { rm -rf "$T/cache"; mkdir -p "$T/cache"; export KLOOP_CACHE=$T/cache; }
+. bench/round_lib.sh
 row "probe test" "$(build/kloop tests/gpu/probe.lua 2>&1 | tail -1 | cut -c1-120)"
 for i in 1 2; do
   for b in kloop_prev kloop; do
     for t in saxpy stencil; do
-      fresh
+      fresh_cache
       s=$(date +%s.%N)
       build/$b tune kernels/$t.lua --method exhaustive --budget 40 --no-store --profile none --promote off > "$T/ex.log" 2>&1
       e=$(date +%s.%N)
@@ -25,12 +21,10 @@ for i in 1 2; do
 done
 for seed in 7 3; do
   for ab in 8 12 16; do
-    fresh
-    KLOOP_WAITS_LOG=$O/waits_${seed}_$ab.log OUT=$T bash bench/gpu_busy.sh kernels/gemm_tiled.lua 100 --seed $seed --timing-budget 0.3 --promote off --ahead-batch $ab > "$T/busy.log" 2>&1
-    row "model$seed ab$ab" "$(grep -E '^(GPU_BUSY|WALL)' "$T/busy.log" | cut -c1-60 | tr '\n' ' ')"
-    row "  time" "$(grep -h -E '^time:' "$T"/gpu_busy.*/tune.log | cut -c11-200)"
-    row "  waits, best" "$(grep -h -E '^waits:' "$T"/gpu_busy.*/tune.log | cut -c11-60); $(grep -h -E '^best:' "$T"/gpu_busy.*/tune.log | cut -c11-80)"
-    rm -rf "$T"/gpu_busy.*
+    fresh_cache
+    export KLOOP_WAITS_LOG=$O/waits_${seed}_$ab.log
+    busy_rows "model$seed ab$ab" 100 --seed $seed --ahead-batch $ab
+    unset KLOOP_WAITS_LOG
   done
 done
 unset KLOOP_CACHE

@@ -4,26 +4,16 @@
 # stencil at the default), and gemm_tiled's model search at budget 64, seed 7, empty
 # compile cache, GPU busy, with the default timing budget (1 s) and with 0.3 s. A table last.
 cd "$(dirname "$0")/.."
-O=${OUT:-/tmp}
-T=$(mktemp -d)
-rows=()
-row() { rows+=("$(printf '%-18s %s' "$1" "$2")"); }
-fresh() { rm -rf "$T/cache"; mkdir -p "$T/cache"; export KLOOP_CACHE=$T/cache; }
+. bench/round_lib.sh
 for spec in "gemm_tiled 12 0.3" "saxpy 8 1.0" "stencil 8 1.0"; do
   set -- $spec
-  fresh
+  fresh_cache
   build/kloop bench/eval_breakdown.lua "$2" "$3" kernels/$1.lua > "$O/breakdown_$1.txt" 2>&1
   row "breakdown $1" "$(grep -E '^BREAKDOWN' "$O/breakdown_$1.txt" | cut -c12-230)"
 done
-for tb in default 0.3; do
-  fresh
-  extra=()
-  [ "$tb" = default ] || extra=(--timing-budget "$tb")
-  OUT=$T bash bench/gpu_busy.sh kernels/gemm_tiled.lua 64 --seed 7 --promote off "${extra[@]}" > "$T/busy.log" 2>&1
-  row "model7 64 tb $tb" "$(grep -E '^(GPU_BUSY|WALL)' "$T/busy.log" | cut -c1-60 | tr '\n' ' ')"
-  row "  time" "$(grep -h -E '^time:' "$T"/gpu_busy.*/tune.log | cut -c11-220)"
-  row "  waits, best" "$(grep -h -E '^waits:' "$T"/gpu_busy.*/tune.log | cut -c11-70); $(grep -h -E '^best:' "$T"/gpu_busy.*/tune.log | cut -c11-80)"
-  cp "$T"/gpu_busy.*/tune.log "$O/tune_tb_$tb.log"
-  rm -rf "$T"/gpu_busy.*
+# (the default timing budget is 1 s: given last, it wins over busy_rows' 0.3)
+for tb in 1 0.3; do
+  fresh_cache
+  busy_rows "model7_64_tb$tb" 64 --seed 7 --timing-budget "$tb"
 done
 for r in "${rows[@]}"; do echo "$r"; done

@@ -7,20 +7,13 @@
 cd "$(dirname "$0")/.."
 . bench/round_lib.sh
 gpu_tests_logged
-busy() { # label, then tune options
-  local label=$1; shift
-  OUT=$T bash bench/gpu_busy.sh kernels/gemm_tiled.lua 100 "$@" --timing-budget 0.3 --promote off > "$T/busy.log" 2>&1
-  row "$label" "$(grep -E '^(GPU_BUSY|WALL)' "$T/busy.log" | cut -c1-60 | tr '\n' ' ')"
-  { echo "== $label: ${rows[-1]}"; grep -h -E '^(time|waits|best|library):' "$T"/gpu_busy.*/tune.log; } >> $L
-  rm -rf "$T"/gpu_busy.*
-}
 for seed in 7 3 5; do
-  rm -rf "$T/cache"; mkdir -p "$T/cache"; export KLOOP_CACHE=$T/cache
-  busy "model$seed" --seed $seed
+  fresh_cache
+  busy_rows "model$seed" 100 --seed $seed
 done
-rm -rf "$T/cache"; mkdir -p "$T/cache"; export KLOOP_CACHE=$T/cache
-busy "random9" --method random --seed 9
-busy "random10, warm cache" --method random --seed 10
+fresh_cache
+busy_rows "random9" 100 --method random --seed 9
+busy_rows "random10, warm cache" 100 --method random --seed 10
 unset KLOOP_CACHE
 OUT=$T/kt TASKS=saxpy,stencil bash bench/kt_gpu/run.sh > $T/kt.txt 2>&1
 { echo "== KT"; cat $T/kt.txt; } >> $L

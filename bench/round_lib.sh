@@ -1,7 +1,11 @@
 # bench/round_lib.sh: what the one-call GPU scripts of a session share (sourced from the
-# repository root): O (the folder that comes back, $OUT), T (scratch, removed at exit), L ($O/all.log, the
-# one log: few files come back from the device), rows and row LABEL TEXT (the table printed
-# last), and gpu_tests_logged (every GPU test, its table appended to L and kept in T).
+# repository root): O (the folder that comes back, $OUT), T (scratch, removed at exit), L
+# ($O/all.log, the one log: few files come back from the device), rows and row LABEL TEXT
+# (the table printed last), gpu_tests_logged (every GPU test, its table appended to L and
+# kept in T), fresh_cache (an empty compile cache for what runs next) and busy_rows LABEL
+# BUDGET OPTIONS... (a gemm_tiled tune under bench/gpu_busy.sh, timing budget 0.3 s and no
+# promotion unless OPTIONS say otherwise: its rows, its lines in L, its log as
+# $O/tune_LABEL.log; BUSY_TASK names another task).
 O=${OUT:-/tmp}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -10,6 +14,68 @@ L=$O/all.log
 rows=()
 row() { rows+=("$(printf '%-22s %s' "$1" "$2")"); }
 gpu_tests_logged() {
-  OUT=$T bash bench/gpu_tests.sh > "$T/gpu_tests.txt" 2>&1
+  timeout 300 env OUT="$T" bash bench/gpu_tests.sh > "$T/gpu_tests.txt" 2>&1
   { echo "== GPU tests"; cat "$T/gpu_tests.txt"; } >> "$L"
+}
+fresh_cache() { rm -rf "$T/cache"; mkdir -p "$T/cache"; export KLOOP_CACHE=$T/cache; }
+busy_rows() {
+  local label=$1 budget=$2
+  shift 2
+  rm -rf "$T"/gpu_busy.*
+  OUT=$T bash bench/gpu_busy.sh "${BUSY_TASK:-kernels/gemm_tiled.lua}" "$budget" --timing-budget 0.3 --promote off "$@" \
+    > "$T/busy.log" 2>&1
+  local log
+  log=$(ls "$T"/gpu_busy.*/tune.log 2>/dev/null | head -1)
+  [ -n "$log" ] || log=/dev/null
+  row "$label" "$(grep -E '^(GPU_BUSY|WALL)' "$T/busy.log" | cut -c1-60 | tr '\n' ' ')"
+  row "  time" "$(grep -E '^time:' "$log" | cut -c11-260)"
+  row "  waits, best" "$(grep -E '^waits:' "$log" | cut -c11-130); $(grep -E '^best:' "$log" | cut -c11-100)"
+  { echo "== $label: ${rows[-3]}"; grep -E '^(time|waits|best|library):' "$log"; } >> "$L"
+  [ "$log" = /dev/null ] || cp "$log" "$O/tune_${label//[^A-Za-z0-9_.-]/_}.log"
+  rm -rf "$T"/gpu_busy.*
+}
+# use_bin old|new|var: which kloop runs next (K, and KLOOP for bench/gpu_busy.sh): old is
+# build/old/kloop on its own embedded Lua (a commit before, built by hand), new is
+# build/kloop, var is build/kloop on the Lua in $VARIANT (a copy of lua/ with one change)
+use_bin() {
+  unset KLOOP_EMBEDDED_ONLY KLOOP_LUA_DIR
+  case $1 in
+    old) export KLOOP_EMBEDDED_ONLY=1 K=build/old/kloop ;;
+    var) export KLOOP_LUA_DIR=$PWD/${VARIANT:?VARIANT names the variant Lua} K=build/kloop ;;
+    *) K=build/kloop ;;
+  esac
+  export KLOOP=$K
+}
+# waits_begin: a fresh KLOOP_WAITS_LOG for the next run; waits_logged: its waits (time
+# since the worker's start, then the line) appended to L, and the log closed
+waits_begin() { export KLOOP_WAITS_LOG=$T/waits.log; rm -f "$KLOOP_WAITS_LOG"; }
+waits_logged() {
+  awk '$2 == "start" && !t0 {t0 = $1} $2 == "wait" {printf "  at %.2f s: %s\n", $1 - t0, substr($0, index($0, "wait") + 5)}' \
+    "$KLOOP_WAITS_LOG" >> "$L" 2>/dev/null
+  unset KLOOP_WAITS_LOG
+}
+# micro_row LABEL TASK BUDGET: `tune --method exhaustive` of kernels/TASK.lua with $K on
+# an empty compile cache: its summary and process time as a row, its time line in L
+micro_row() {
+  fresh_cache
+  local s e
+  s=$(date +%s.%N)
+  $K tune "kernels/$2.lua" --method exhaustive --budget "$3" --no-store --profile none --promote off --seed 1 > "$T/t.log" 2>&1
+  e=$(date +%s.%N)
+  row "$1" "$(grep -E '^run ' "$T/t.log" | sed 's/.*on //' | cut -c1-60) process $(awk "BEGIN{printf \"%.2f\", $e-$s}") s"
+  { echo "== $1: ${rows[-1]}"; grep -E '^time:' "$T/t.log"; } >> "$L"
+}
+# micro_side_by_side: saxpy (6) and stencil (22) exhaustive, twice each, old and new
+# alternated (micro_row), new in use after
+micro_side_by_side() {
+  local t i b
+  for t in saxpy:6 stencil:22; do
+    for i in 1 2; do
+      for b in old new; do
+        use_bin $b
+        micro_row "${t%%:*}$i $b" "${t%%:*}" "${t##*:}"
+      done
+    done
+  done
+  use_bin new
 }

@@ -481,14 +481,18 @@ function Evaluator:count_wait(state, seconds, job, label)
   self.waited_compiles = (self.waited_compiles or 0) + 1
   self.waited_by = self.waited_by or {}
   self.waited_by[state] = (self.waited_by[state] or 0) + 1
-  local path = os.getenv("KLOOP_WAITS_LOG")
-  if not path or path == "" then return end
-  local f = io.open(path, "a")
-  if not f then return end
   local bg = compile.background
-  f:write(string.format("%.3f wait %.3f %s age %.3f compile %s urgent %s running %d queued %d prepared %d\n", sys.now(),
-    seconds, label or state, job and job.started and (sys.now() - job.started) or -1, tostring(job and job.seconds),
+  M.waits_log(string.format("wait %.3f %s age %.3f compile %s urgent %s running %d queued %d prepared %d", seconds,
+    label or state, job and job.started and (sys.now() - job.started) or -1, tostring(job and job.seconds),
     tostring(job and job.urgent or false), #bg.running, #bg.queue, self.prepared or 0))
+end
+
+-- A line appended to KLOOP_WAITS_LOG (benches), after the time now; nothing without it.
+function M.waits_log(text)
+  local path = os.getenv("KLOOP_WAITS_LOG")
+  local f = path and path ~= "" and io.open(path, "a")
+  if not f then return end
+  f:write(string.format("%.3f %s\n", sys.now(), text))
   f:close()
 end
 

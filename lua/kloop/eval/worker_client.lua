@@ -721,13 +721,10 @@ function W:start_worker()
     if not self.proc then self.ready = false return self:start_worker() end
   end
   -- (benches: KLOOP_WAITS_LOG=FILE gets the start's parts too)
-  local path = os.getenv("KLOOP_WAITS_LOG")
-  local f = path and path ~= "" and io.open(path, "a")
-  if f then
-    local names = require("kloop.util").sorted_keys(parts)
+  if os.getenv("KLOOP_WAITS_LOG") then
+    local names = util.sorted_keys(parts)
     for i, k in ipairs(names) do names[i] = string.format("%s %.3f", k, parts[k]) end
-    f:write(string.format("%.3f start %s\n", sys.now(), table.concat(names, ", ")))
-    f:close()
+    require("kloop.eval.evaluator").waits_log("start " .. table.concat(names, ", "))
   end
   return true
 end

@@ -654,17 +654,26 @@ end
 
 -- Of list, up to n candidates that may run out of their turn: not run yet, not
 -- evaluated, their binaries all compiled or all compiling (never one that would
--- compile in the foreground).
-function Ctx:runnable(list, n)
-  local out = {}
+-- compile in the foreground). ready_first: those compiled already first, in list order,
+-- then those still compiling, then those that will not run (a failed compile, a source
+-- refused), so what fills a wait can run on the GPU now.
+function Ctx:runnable(list, n, ready_first)
+  local out, compiling, failing = {}, {}, {}
   for _, c in ipairs(list) do
-    if #out >= n then break end
+    if #out >= n and not ready_first then break end
     local key = M.key(c)
     if not self.pre[key] and not self.done_keys[key] then
-      local ready, pending, none = self.ev:compile_counts(c)
-      if none == 0 and (pending == 0 or ready == 0) then out[#out + 1] = c end
+      local ready, pending, none, failed = self.ev:compile_counts(c)
+      if none == 0 and (pending == 0 or ready == 0) then
+        local t = ready_first and ((pending > 0 and compiling) or ((ready == 0 or (failed or 0) > 0) and failing)) or out
+        t[#t + 1] = c
+      end
     end
   end
+  for _, t in ipairs({ compiling, failing }) do
+    for _, c in ipairs(t) do out[#out + 1] = c end
+  end
+  for i = #out, n + 1, -1 do out[i] = nil end
   return out
 end
 
@@ -677,7 +686,7 @@ function Ctx:borrowable(next_exact)
 end
 
 -- Of the points think offered to fill a wait (its list's spare field, cut to the
--- foreseen ones and to none of its batch), those that may run now (Ctx:runnable; the
+-- foreseen ones and to none of its batch), those that may run now (Ctx:runnable, the
 -- compiled ones first),
 -- within the budget's room once this batch and the next are evaluated (used: the
 -- candidates those and the spares run so far take) and within spare.max (taken: the
@@ -687,26 +696,7 @@ function Ctx:spares(used, taken)
   if not self.next_spare or self.exact_broken or (self.opts.time or 0) > 0 then return {} end
   local room = math.min(self.opts.budget - used - #(self.next_exact or {}), self.next_spare.max - (taken or 0))
   if room <= 0 then return {} end
-  -- (those compiled already first, in the strategy's order, then those still compiling,
-  -- then those that will not run (a failed compile, a source refused): a wait is filled
-  -- by what can run on the GPU now, not by the first offered; Ctx:runnable's rule, one
-  -- ask per point)
-  local ready, compiling, failing = {}, {}, {}
-  for _, c in ipairs(self.next_spare) do
-    local key = M.key(c)
-    if not self.pre[key] and not self.done_keys[key] then
-      local r, pending, none, failed = self.ev:compile_counts(c)
-      if none == 0 and (pending == 0 or r == 0) then
-        local t = (pending > 0 and compiling) or ((r == 0 or (failed or 0) > 0) and failing) or ready
-        t[#t + 1] = c
-      end
-    end
-  end
-  for _, t in ipairs({ compiling, failing }) do
-    for _, c in ipairs(t) do ready[#ready + 1] = c end
-  end
-  for i = #ready, room + 1, -1 do ready[i] = nil end
-  return ready
+  return self:runnable(self.next_spare, room, true)
 end
 
 -- Settles results run ahead that no batch claimed (pre: key -> {cand, result}), in the
