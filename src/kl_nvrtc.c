@@ -189,6 +189,9 @@ int kl_compile_start(const kl_compile_req *req, kl_compile_job *job, kl_err *err
     /* A compile bomb may eat memory: cap the child's address space (8 GiB). */
     struct rlimit rl = {8ULL << 30, 8ULL << 30};
     setrlimit(RLIMIT_AS, &rl);
+    /* Below the worker and the driver: a compiler takes the CPU they leave idle, never
+       the core a worker needs to launch the next kernel or return from a sync. */
+    if (req->nice > 0) (void)!nice(req->nice); /* relative to the parent's, capped at 19 */
     kl_compile_res res;
     kl_err e;
     kl_err_clear(&e);
@@ -287,6 +290,16 @@ int kl_compile_poll(kl_compile_job *job, int wait_ms, kl_compile_res *res, kl_er
   }
   res->ok = ok;
   return KL_OK;
+}
+
+int kl_compile_renice(const kl_compile_job *job, int nice) {
+  if (job->pid <= 0) return -1;
+  errno = 0;
+  int base = getpriority(PRIO_PROCESS, 0);
+  if (base == -1 && errno != 0) return -1;
+  int want = base + (nice < 0 ? 0 : nice);
+  if (want > 19) want = 19;
+  return setpriority(PRIO_PROCESS, (id_t)job->pid, want) == 0 ? 0 : -1;
 }
 
 void kl_compile_kill(kl_compile_job *job) {

@@ -188,6 +188,7 @@ typedef struct kl_compile_req {
   int num_headers;
   const char *const *name_exprs; /* C++ entries ("gemm<128, 8>"): nvrtcAddNameExpression */
   int num_name_exprs;
+  int nice; /* kl_compile_start: added to the child's niceness (nice(2)), 0: the parent's */
 } kl_compile_req;
 
 typedef struct kl_compile_res {
@@ -214,6 +215,9 @@ int kl_compile_start(const kl_compile_req *req, kl_compile_job *job, kl_err *err
 /* KL_OK with res filled when done; KL_ETIMEOUT when still running after wait_ms. */
 int kl_compile_poll(kl_compile_job *job, int wait_ms, kl_compile_res *res, kl_err *err);
 void kl_compile_kill(kl_compile_job *job);
+/* Sets a running compile's niceness to the parent's plus nice (0-19): 0 when done, -1
+   where it is not allowed (a lower niceness than it has needs privilege) or it ended. */
+int kl_compile_renice(const kl_compile_job *job, int nice);
 
 /* Host buffers: fill, poison, hash, compare. Backend independent. */
 typedef enum kl_dtype {

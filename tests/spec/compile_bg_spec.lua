@@ -1,6 +1,6 @@
 -- tests/spec/compile_bg_spec.lua: background compiles (kloop.eval.compile): a batch
--- about to run (urgent) starts at once, ahead of the guesses queued for later, even
--- when the guesses fill every slot. Real NVRTC (no GPU needed).
+-- about to run (urgent) starts at once, ahead of the guesses queued for later and beside
+-- the guesses running, at a higher priority than theirs. Real NVRTC (no GPU needed).
 local compile = require("kloop.eval.compile")
 local sys = require("kloop.core.sys")
 
@@ -41,31 +41,48 @@ describe("kloop.eval.compile background jobs", function()
     for _, j in ipairs(again) do assert.is_true(running[j.key] == true, j.name .. " is still queued") end
     assert.are.equal(8, #bg.running)
     assert.are.equal(16 - 8, #bg.queue)
-    -- past the slots: first in the queue, not started
+    -- more needed now: started beside the guesses, up to the slots of urgent ones
     local more = jobs("u", 3)
     compile.run(more, { background = true, parallel = 8, urgent = true })
-    assert.are.equal(8, #bg.running)
-    for k, j in ipairs(more) do assert.are.equal(j.key, bg.queue[k].key) end
+    assert.are.equal(11, #bg.running)
+    for _, j in ipairs(more) do assert.is_truthy(j.cjob, j.name .. " was not started") end
+    -- past the slots of urgent ones: first in the queue, not started
+    local last = jobs("v", 2)
+    compile.run(last, { background = true, parallel = 8, urgent = true })
+    assert.are.equal(12, #bg.running)
+    assert.is_truthy(last[1].cjob)
+    assert.are.equal(last[2].key, bg.queue[1].key)
   end)
 
-  -- an urgent job queued past the slots starts in the first slot that frees, the
-  -- guesses' reserve included: it waits for one compile to end, not for the running
-  -- guesses to fall below their cap
-  it("starts a queued urgent job in the first free slot", function()
+  -- an urgent job queued past the slots of urgent ones starts when one of them ends: it
+  -- waits for no guess, and the guesses running stay (they yield the CPU: GUESS_NICE)
+  it("starts a queued urgent job when an urgent one ends, whatever guesses run", function()
     local bg = compile.background
     compile.run(jobs("r", 16), { background = true, parallel = 8 })
     local cap = 8 - compile.URGENT_RESERVE
-    local batch = jobs("now", compile.URGENT_RESERVE + 2)
+    local batch = jobs("now", 8 + 2)
     compile.run(batch, { background = true, parallel = 8, urgent = true })
-    assert.are.equal(8, #bg.running)
+    assert.are.equal(cap + 8, #bg.running)
     local queued = { batch[#batch - 1], batch[#batch] }
     for k, j in ipairs(queued) do assert.are.equal(j, bg.queue[k]) end
-    -- one compile ends (here: one guess stopped and dropped, at once, before the others
-    -- can end): the next pump starts the first queued urgent job, with 7 still running
-    local gone = table.remove(bg.running, #bg.running)
-    require("kloop.core.nvrtc").kill(gone.cjob)
+    -- a guess ends (stopped and dropped): no urgent slot is free, nothing starts
+    local function drop(pick)
+      for k, r in ipairs(bg.running) do
+        if pick(r) then
+          table.remove(bg.running, k)
+          require("kloop.core.nvrtc").kill(r.cjob)
+          return r
+        end
+      end
+    end
+    drop(function(r) return not r.urgent end)
     compile.pump(0)
-    assert.is_truthy(queued[1].cjob, string.format("not started with %d running (the guesses' cap is %d)", #bg.running, cap))
+    assert.is_nil(queued[1].cjob, "an urgent job started with every urgent slot taken")
+    -- an urgent one ends: the next pump starts the first queued urgent job
+    drop(function(r) return r.urgent end)
+    compile.pump(0)
+    assert.is_truthy(queued[1].cjob, string.format("not started with %d running", #bg.running))
+    assert.is_nil(queued[2].cjob)
   end)
 
   -- the time line says what a wait was for (kloop.search.progress)
@@ -84,7 +101,7 @@ describe("kloop.eval.compile background jobs", function()
     assert.are.equal("not foreseen", got.wait_state)
   end)
 
-  it("puts an urgent batch ahead of queued guesses when every slot is taken", function()
+  it("puts an urgent batch ahead of queued guesses, its first beside the running guess", function()
     local bg = compile.background
     local guesses = jobs("guess", 4)
     compile.run(guesses, { background = true, parallel = 1 })
@@ -92,9 +109,10 @@ describe("kloop.eval.compile background jobs", function()
     assert.are.equal(3, #bg.queue)
     local batch, nonce = jobs("batch", 2)
     compile.run(batch, { background = true, parallel = 1, urgent = true })
-    assert.are.equal(1, #bg.running)
-    assert.are.equal(5, #bg.queue)
-    for k, j in ipairs(batch) do assert.are.equal(j.key, bg.queue[k].key, j.name .. " is not first in the queue") end
+    assert.are.equal(2, #bg.running)
+    assert.is_truthy(batch[1].cjob, "the urgent job waited for the guess")
+    assert.are.equal(4, #bg.queue)
+    assert.are.equal(batch[2].key, bg.queue[1].key, "the rest of the batch is not first in the queue")
     -- and each is waited for and compiles
     for _, j in ipairs(batch) do
       local got = compile.compile(j.src, { arch = "sm_90", name = j.name, defines = { KLOOP_SPEC_NONCE = nonce } })
@@ -119,5 +137,75 @@ describe("kloop.eval.compile background jobs", function()
     assert.are.equal(job, again, "the failed source was compiled again")
     assert.is_true(again.waited_background)
     assert.matches("not_declared_", again.log)
+  end)
+  -- the compilers run below the worker and the driver (compile.NICE), and a guess below a
+  -- compile needed now (compile.GUESS_NICE): a batch compiling on every core must not
+  -- take the core a worker needs to launch or return from a sync, nor guesses the cores
+  -- of the batch about to run
+  local function nice_of(pid)
+    local f = io.open("/proc/" .. pid .. "/stat")
+    if not f then return nil end
+    local line = f:read("*l") or ""
+    f:close()
+    -- (after the command's closing parenthesis: state is field 3, nice field 19)
+    local rest = line:match("%) (.*)$")
+    local fields = {}
+    for w in (rest or ""):gmatch("%S+") do fields[#fields + 1] = w end
+    return tonumber(fields[17])
+  end
+  -- the niceness job's child shows once set (it sets it right after the fork), or its last
+  local function shown(job, parent, want)
+    local last, t0 = nil, sys.now()
+    repeat
+      local got = nice_of(job.cjob.pid)
+      last = got or last
+    until got == nil or got == want or sys.now() - t0 > 0.5
+    return last
+  end
+  it("runs a guess at compile.GUESS_NICE, a compile needed now at compile.NICE", function()
+    if os.getenv("KLOOP_COMPILE_NICE") then pending("KLOOP_COMPILE_NICE is set here") return end
+    local parent = nice_of("self")
+    assert.are.equal(10, compile.NICE)
+    assert.are.equal(19, compile.GUESS_NICE)
+    local guess = jobs("ng", 1)[1]
+    compile.run({ guess }, { background = true, parallel = 2 })
+    assert.is_truthy(guess.cjob, "the guess did not start")
+    local now = jobs("nu", 1)[1]
+    compile.run({ now }, { background = true, parallel = 2, urgent = true })
+    assert.is_truthy(now.cjob, "the urgent compile did not start")
+    assert.are.equal(math.min(19, parent + 19), shown(guess, parent, math.min(19, parent + 19)))
+    assert.are.equal(math.min(19, parent + 10), shown(now, parent, math.min(19, parent + 10)))
+  end)
+  it("hastens a guess compiling when it is needed now (where raising a priority is allowed)", function()
+    if os.getenv("KLOOP_COMPILE_NICE") then pending("KLOOP_COMPILE_NICE is set here") return end
+    local parent = nice_of("self")
+    local guess = jobs("nh", 1)[1]
+    compile.run({ guess }, { background = true, parallel = 2 })
+    assert.are.equal(math.min(19, parent + 19), shown(guess, parent, math.min(19, parent + 19)))
+    compile.run({ guess }, { background = true, parallel = 2, urgent = true })
+    local got = shown(guess, parent, math.min(19, parent + 10))
+    local f = io.open("/proc/self/status")
+    local root = f and f:read("*a"):match("\nUid:%s+0%s") ~= nil
+    if f then f:close() end
+    if not root then
+      -- (no privilege here: the guess finishes at its niceness)
+      assert.are.equal(math.min(19, parent + 19), got)
+      pending("raising a compile's priority is not allowed here (not root)")
+      return
+    end
+    assert.are.equal(math.min(19, parent + 10), got)
+    assert.are.equal(compile.NICE, guess.nice)
+  end)
+  it("runs every compile at one niceness where KLOOP_COMPILE_NICE sets it (benches)", function()
+    if os.getenv("KLOOP_COMPILE_NICE") then pending("KLOOP_COMPILE_NICE is set here") return end
+    local parent = nice_of("self")
+    compile.FIXED_NICE = 0
+    local ok, err = pcall(function()
+      local guess = jobs("n0", 1)[1]
+      compile.run({ guess }, { background = true, parallel = 2 })
+      assert.are.equal(parent, shown(guess, parent, parent))
+    end)
+    compile.FIXED_NICE = nil
+    assert(ok, err)
   end)
 end)

@@ -26,7 +26,8 @@ local function c_strings(list, keep)
 end
 
 -- Starts one compile in a forked child. c = {source, name, options = {...}, headers =
--- {{name, text}, ...}, name_exprs = {...}}. Returns a handle for poll/kill, or nil, msg.
+-- {{name, text}, ...}, name_exprs = {...}, nice = N (added to the child's niceness,
+-- 0-19; 0 or nil: the parent's)}. Returns a handle for poll/kill (pid: the child's), or nil, msg.
 function M.start(c)
   local req = ffi.new("kl_compile_req")
   local keep = { c.source, c.name }
@@ -40,10 +41,11 @@ function M.start(c)
   end
   local exprs = c.name_exprs or {}
   if #exprs > 0 then req.name_exprs, req.num_name_exprs = c_strings(exprs, keep), #exprs end
+  req.nice = math.max(0, math.min(19, math.floor(tonumber(c.nice) or 0)))
   local job = ffi.new("kl_compile_job")
   local err = ffi.new("kl_err")
   if C.kl_compile_start(req, job, err) ~= 0 then return nil, ffi.string(err.msg) end
-  return { cjob = job }
+  return { cjob = job, pid = job.pid }
 end
 
 -- Waits up to wait_ms for the child: "running"; or the result {ok = bool (a cubin was
@@ -65,6 +67,12 @@ function M.poll(h, wait_ms)
   C.kl_free(res.cubin)
   C.kl_free(res.lowered)
   return out
+end
+
+-- Sets a running compile's niceness to the parent's plus n (0-19). True, or false where
+-- that is not allowed (less nice than it is, without the privilege) or it has ended.
+function M.renice(h, n)
+  return C.kl_compile_renice(h.cjob, math.max(0, math.min(19, math.floor(tonumber(n) or 0)))) == 0
 end
 
 -- Ends a running compile (SIGKILL and reap).

@@ -319,9 +319,26 @@ local function store(job, log, cubin, lowered)
   return true
 end
 
+-- The compilers' niceness, added to the parent's: below the worker and the driver, so a
+-- batch compiling on every core never delays a launch or a sync's return (the GPU would
+-- wait for the host); and a guess (a background compile of what may come next) below a
+-- compile needed now (urgent: a batch about to run, or one in the foreground), which
+-- starts at once beside the guesses running (kloop.eval.compile.run). A compiler still
+-- takes every core the others leave idle. KLOOP_COMPILE_NICE=N (benches): N for all of
+-- them, and no compile needed now starts beyond the slots, as before these priorities.
+M.NICE, M.GUESS_NICE = 10, 19
+M.FIXED_NICE = tonumber(os.getenv("KLOOP_COMPILE_NICE") or "")
+local function bench_nice() return M.FIXED_NICE end
+local function nice_of(job)
+  local v = bench_nice()
+  if v then return v end
+  return (job.guess and not job.urgent) and M.GUESS_NICE or M.NICE
+end
+
 local function start(job)
+  job.nice = nice_of(job)
   local h, err = nvrtc.start({ source = job.src, name = job.name, options = job.options, headers = job.headers,
-    name_exprs = job.name_exprs })
+    name_exprs = job.name_exprs, nice = job.nice })
   if not h then
     finish(job, false, err, nil, 0, false)
     job.error = err
@@ -370,16 +387,46 @@ local bg = { running = {}, queue = {}, by_key = {}, parallel = M.default_paralle
 M.URGENT_RESERVE = 4
 M.background = bg
 
+-- Whether an urgent job may start now: fewer of them run than the slots (beside any
+-- guesses, which yield the CPU to them: M.GUESS_NICE); with KLOOP_COMPILE_NICE set, fewer
+-- compiles of any kind.
+local function urgent_room()
+  if bench_nice() then return #bg.running < bg.parallel end
+  local n = 0
+  for _, r in ipairs(bg.running) do if r.urgent then n = n + 1 end end
+  return n < bg.parallel
+end
+
+-- A guess already compiling that is needed now: at the urgent niceness where the system
+-- allows it (raising a priority needs the privilege; else it finishes as a guess).
+local function hasten(job)
+  if job.cjob and job.nice ~= M.NICE and not bench_nice() and nvrtc.renice(job.cjob, M.NICE) then job.nice = M.NICE end
+end
+
 local function bg_drop(job)
   if bg.by_key[job.key] == job then bg.by_key[job.key] = nil end
 end
 
 -- Reads the background jobs that are done (waiting wait_ms for the first), and starts
 -- queued ones while slots are free. Returns how many are still running or queued.
+-- (benches, KLOOP_WAITS_LOG: each background compile's end, how long it queued and ran)
+local function log_done(job)
+  if not os.getenv("KLOOP_WAITS_LOG") then return end
+  local defs = {}
+  for _, o in ipairs(job.options or {}) do
+    local d = type(o) == "string" and o:match("^%-D(.*)$")
+    if d then defs[#defs + 1] = d end
+  end
+  require("kloop.eval.evaluator").waits_log(string.format("compiled %.3f queued %.3f urgent %s ok %s %s",
+    job.seconds or -1, job.started and job.queued_at and (job.started - job.queued_at) or -1,
+    tostring(job.urgent or false), tostring(job.ok), table.concat(defs, " ")))
+end
+
 function M.pump(wait_ms)
   local still = {}
   for i, job in ipairs(bg.running) do
     poll(job, i == 1 and (wait_ms or 0) or 0, bg.deadline)
+    if job.done then log_done(job) end
     if job.done then
       -- a binary is in the cache now; a failure is not cached, so it stays here for the
       -- evaluation that asks for it (else that one would compile it again, up to the
@@ -393,9 +440,10 @@ function M.pump(wait_ms)
   -- (queued jobs, guesses of what comes next, leave URGENT_RESERVE slots free where
   -- there are enough: a batch about to run then compiles on idle cores, not beside 16
   -- guesses at a fraction of the speed)
-  -- (an urgent job, first in the queue, takes any free slot, the reserve included)
+  -- (an urgent job, first in the queue, takes a slot of its own: up to the slots of them
+  -- run, whatever guesses run beside them at their lower priority)
   local cap = bg.parallel >= 2 * M.URGENT_RESERVE and bg.parallel - M.URGENT_RESERVE or bg.parallel
-  while #bg.queue > 0 and #bg.running < (bg.queue[1].urgent and bg.parallel or cap) do
+  while #bg.queue > 0 and (bg.queue[1].urgent and urgent_room() or #bg.running < cap) do
     local job = table.remove(bg.queue, 1)
     if start(job) then bg.running[#bg.running + 1] = job else bg_drop(job) end
   end
@@ -419,6 +467,7 @@ local function bg_wait(key)
     if job.cjob and not job.done then poll(job, 20, bg.deadline) end
     if not job.done and not job.cjob then break end
   end
+  if job.done and job.cjob then log_done(job) end
   local still = {}
   for _, r in ipairs(bg.running) do if r ~= job then still[#still + 1] = r end end
   bg.running = still
@@ -476,6 +525,10 @@ function M.run(jobs, opts)
     if b then -- already compiling in the background (or queued there)
       job.background = b
       if opts.urgent and not b.cjob and not b.done then promote[#promote + 1] = b end
+      if opts.urgent and b.cjob and not b.done and not b.urgent then
+        b.urgent = true
+        hasten(b)
+      end
     elseif opts.no_cache or not try_cache(job) then
       queue[#queue + 1] = job
     end
@@ -486,7 +539,8 @@ function M.run(jobs, opts)
     for _, job in ipairs(queue) do
       if not bg.by_key[job.key] then -- (a key twice in one call: one job)
         bg.by_key[job.key] = job
-        if opts.urgent then urgent[#urgent + 1] = job else bg.queue[#bg.queue + 1] = job end
+        job.queued_at = sys.now()
+        if opts.urgent then urgent[#urgent + 1] = job else job.guess = true bg.queue[#bg.queue + 1] = job end
       end
     end
     if opts.urgent then
@@ -498,7 +552,7 @@ function M.run(jobs, opts)
       local queue2 = {}
       for _, job in ipairs(urgent) do
         job.urgent = true
-        if #bg.running >= bg.parallel then queue2[#queue2 + 1] = job
+        if not urgent_room() then queue2[#queue2 + 1] = job
         elseif start(job) then bg.running[#bg.running + 1] = job
         else bg_drop(job) end
       end
