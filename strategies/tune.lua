@@ -5,6 +5,7 @@
 -- samples, or random samples then a walk around the best (simulated annealing).
 local tune = require("kloop.search.tune")
 local surrogate = require("kloop.search.surrogate")
+local slice = require("kloop.search.slice")
 
 -- Choosing one batch ahead starts once this many candidates are evaluated (the default
 -- of --ahead-after): a small search needs each result before its next choice more than
@@ -236,7 +237,8 @@ local function on_copies(ctx, fn, ...)
   ctx.rng = ctx.rng:clone()
   ctx.seen = setmetatable({}, { __index = keep.seen }) -- fresh() marks the copy only
   ctx.opts.quiet = true
-  local ok, out = pcall(fn, ...)
+  -- (whole: a sliced think yields to the driver nowhere while the state is swapped)
+  local ok, out = pcall(slice.whole, fn, ...)
   ctx.rng, ctx.seen, ctx.picks, ctx.flat, ctx.stopped, ctx.opts.quiet =
     keep.rng, keep.seen, keep.picks, keep.flat, keep.stopped, keep.quiet
   if not ok then error(out, 0) end

@@ -542,14 +542,15 @@ end
 M.FIRST_READY_WAIT_MS = 5
 
 -- Runs the strategy's think armed for this batch (on_sent, kloop.search.driver
--- arm_think) now, once, where no request of the batch runs it: its time counted as
--- think. Nothing when it is not armed or has run.
+-- arm_think) now, once, where no request of the batch runs it, or the rest of a sliced
+-- think that a request began (think_job): to its end, its time counted as think.
+-- Nothing when it is not armed or is done.
 function Evaluator:fire_think()
-  local f = self.on_sent
-  if not f then return end
+  local f, job = self.on_sent, self.think_job
+  if not f and not (job and not job.done) then return end
   self.on_sent = nil
   local t0 = sys.now()
-  f()
+  if f then f() else job:finish() end
   self.spent.think = (self.spent.think or 0) + (sys.now() - t0)
 end
 

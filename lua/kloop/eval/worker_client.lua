@@ -443,6 +443,7 @@ function W:request(req, timeout_s)
     self:kill()
     return nil, "crashed", serr
   end
+  self.sent_count = (self.sent_count or 0) + 1
   return self:await(req, timeout_s)
 end
 
@@ -475,9 +476,30 @@ function W:await(req, timeout_s)
   local hook = self.on_sent
   if hook and req.op ~= "hello" and req.op ~= "setup" then
     self.on_sent = nil
-    -- (a hook that sent a request of its own would read this one's reply)
+    if self.slice_think then
+      -- (sliced: kloop.search.slice. It runs below, between reads of the reply, and in
+      -- the requests after this one until it is done; the driver settles no result of
+      -- the batch meanwhile)
+      self.think_job = self.slice_think(hook)
+    else
+      -- (a hook that sent a request of its own would read this one's reply)
+      self.in_hook = true
+      local ok, err = pcall(hook)
+      self.in_hook = nil
+      if not ok then error(err, 0) end
+    end
+  end
+  local job = self.think_job
+  if job and not job.done and self.proc and self.proc.ready and not (self.cooperative and coroutine.running()) then
+    -- a slice of the think at a time, the reply looked for between them: a reply sent
+    -- meanwhile waits at most one slice, and the next request goes out at once
     self.in_hook = true
-    local ok, err = pcall(hook)
+    local ok, err = pcall(function()
+      while not self.proc:ready(0) do
+        if job:step() then break end
+        compile.pump(0)
+      end
+    end)
     self.in_hook = nil
     if not ok then error(err, 0) end
   end

@@ -10,6 +10,7 @@ local eval = require("kloop.eval.evaluator")
 local rng = require("kloop.search.rng")
 local options = require("kloop.search.options")
 local progress = require("kloop.search.progress")
+local slice = require("kloop.search.slice")
 
 local M = {}
 
@@ -402,6 +403,7 @@ function Ctx:arm_think(strategy, nbatch)
   self.next_exact, self.next_spare = nil, nil
   if not strategy.think or self.pool then return end
   self.ev.on_sent = function()
+    local t_think = sys.now()
     local ok, got = xpcall(function() return strategy.think(self) end, function(e)
       if sys.is_interrupt(e) then return e end
       return debug.traceback(e, 2)
@@ -410,6 +412,7 @@ function Ctx:arm_think(strategy, nbatch)
       self.think_error = sys.is_interrupt(got) and got or ("think: " .. tostring(got))
       return
     end
+    require("kloop.eval.evaluator").waits_log(string.format("think %.3f", sys.now() - t_think))
     if not self.ev.arch then return end
     -- (no more than the budget has room for after this batch)
     local list = self:foreseen(got, self:room_after(nbatch))
@@ -478,6 +481,9 @@ function Ctx:settle_batch(list, results, strategy, protected)
   return true
 end
 
+-- Whether a sliced think (kloop.search.slice) began in a request and is not done yet.
+local function thinking(ev) return ev.think_job ~= nil and not ev.think_job.done end
+
 -- One worker: the order of preference to run a batch's fresh candidates in (indices
 -- into list) when some are still compiling: the compiled first, in proposal order, then
 -- the rest (Ctx:evaluate_ready_first then takes, at each step, the first of them whose
@@ -535,7 +541,7 @@ function Ctx:evaluate_ready_first(list, order, strategy, protected)
   local function fire_think() self.ev:fire_think() end
   if #left == 0 then fire_think() end
   local function settle_ready()
-    if self.ev.on_sent then return true end
+    if self.ev.on_sent or thinking(self.ev) then return true end
     while settled < #list and results[settled + 1] do
       settled = settled + 1
       local oks, smsg = self:settle_batch({ list[settled] }, { results[settled] }, strategy, protected)
@@ -590,7 +596,7 @@ function Ctx:evaluate_ready_first(list, order, strategy, protected)
       -- meanwhile must not make it a crash on --resume, which settles it then. Not one
       -- Ctrl-C may have cut, nor kloop's own failure: that candidate stays proposed and
       -- --resume evaluates it again)
-      local next_up = i and i == settled + 1 and not self.ev.on_sent
+      local next_up = i and i == settled + 1 and not self.ev.on_sent and not thinking(self.ev)
       if self.store and self.store.record_provisional and not sys.interrupted() and not next_up
           and not r.cache_error and not r.infrastructure then
         self.store:record_provisional(self, cand, r)
@@ -957,7 +963,14 @@ function M.run(strategy, path, args)
     if not ok then break end
     local tq = sys.now()
     local fresh = not ctx.pool and ctx.opts.cascade ~= "on" and ctx:fresh_batch(cands)
-    local order = fresh and ctx:ready_order(fresh, strategy.think ~= nil and ctx.ev.on_sent ~= nil)
+    local thinks = strategy.think ~= nil and ctx.ev.on_sent ~= nil
+    local order = fresh and ctx:ready_order(fresh, thinks)
+    if fresh and not order and thinks then
+      -- (a batch compiled whole, with a think to run: in proposal order, through the
+      -- loop that settles no result before the think is done, so the think is sliced)
+      order = {}
+      for i = 1, #fresh do order[i] = i end
+    end
     if fresh and not order and ctx.pre and next(ctx.pre) then
       -- (results run ahead for this batch: claimed in its proposal order)
       order = {}
@@ -967,7 +980,10 @@ function M.run(strategy, path, args)
     if ctx.pool then
       ok, msg = require("kloop.search.workers").evaluate_batch(ctx, cands, strategy, protected)
     elseif order then
+      -- (think in slices between the worker's replies: kloop.search.slice)
+      ctx.ev.slice_think = thinks and slice.enabled and slice.job or nil
       ok, msg = ctx:evaluate_ready_first(fresh, order, strategy, protected)
+      ctx.ev.slice_think = nil
     else
       for _, cand in ipairs(cands) do
         if ctx:budget_spent() or sys.interrupted() then break end
@@ -985,6 +1001,7 @@ function M.run(strategy, path, args)
       end
     end
     ctx.ev.on_sent = nil -- (not fired: no request ran; the next propose does the same work)
+    ctx.ev.think_job = nil -- (done, or cut by an error or Ctrl-C that ends the run)
     if ok and ctx.think_error then ok, msg = false, ctx.think_error end
     -- a strategy that only repeats itself would loop forever
     if #ctx.history == (ctx.seen_len or -1) then

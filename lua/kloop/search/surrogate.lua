@@ -2,6 +2,8 @@
 -- parameters of a space (predicting log time, the spread of its trees as uncertainty)
 -- and expected improvement over the points not yet evaluated. Pure Lua, seeded by the
 -- run's rng, so a run with the same seed proposes the same points.
+local slice = require("kloop.search.slice")
+
 local M = {}
 
 -- Features of a point: per parameter the log2 of a positive number, the number itself
@@ -139,6 +141,7 @@ function M.fit(X, y, rng, opts)
   local trees = {}
   local L = n > 0 and levels(X) or nil
   for t = 1, o.trees do
+    slice.point() -- (a sliced think yields here: kloop.search.slice)
     local idx = {}
     for i = 1, n do idx[i] = rng:int(1, n) end
     trees[t] = build(X, y, idx, 0, o, rng, L)
@@ -243,6 +246,7 @@ function M.pick(X, y, xs, k, rng, opts)
       if not taken[i] then
         local mean, sd = means[i], sds[i]
         if not mean then
+          if i % 64 == 0 then slice.point() end
           mean, sd = forest:predict(x)
           means[i], sds[i] = mean, sd
         end
