@@ -654,12 +654,32 @@ end
 
 -- Guards of the buffers a launch on `case` could reach, and (when s is given) its live
 -- inputs against the digest of input set s. Returns nil when intact, or a verdict, fatal.
-local function check_launch(be, spec, case, s, phase)
+-- The list of a launch's regions followed by the case's outputs (their digests), built
+-- once per list: one launch of the check kernel where there were two.
+local with_outs_cache = setmetatable({}, { __mode = "k" })
+local function with_outputs(list, case)
+  local m = with_outs_cache[list]
+  if not m then
+    local items = {}
+    for k, r in ipairs(list.items) do items[k] = r end
+    for _, r in ipairs(case.out_regions.items) do items[#items + 1] = r end
+    m = region_list(items)
+    m.first_out = list.n
+    with_outs_cache[list] = m
+  end
+  return m
+end
+
+-- with_digests: the outputs' digests are read in the same launch of the check kernel
+-- (then returned third, a list of uint64 cdata, when the launch's regions check out).
+local function check_launch(be, spec, case, s, phase, with_digests)
   local list = s and case.launch_regions or case.guard_regions
+  if with_digests then list = with_outputs(list, case) end
   local out, v, fatal = run_regions(be, list)
   if not out then return v, fatal end
-  for k, r in ipairs(list.items) do
-    local res = out[k - 1]
+  local nlaunch = list.first_out or list.n
+  for k = 1, nlaunch do
+    local r, res = list.items[k], out[k - 1]
     if r.mode == REGION.guard and res.value ~= 0 then
       state.tripped = true
       return guard_verdict(r, res, phase)
@@ -679,7 +699,10 @@ local function check_launch(be, spec, case, s, phase)
         a.name, case.label, idx), { case = case.label, arg = a.name, index = idx })
     end
   end
-  return nil
+  if not with_digests then return nil end
+  local d = {}
+  for k = nlaunch + 1, list.n do d[#d + 1] = out[k - 1].value end
+  return nil, nil, d
 end
 
 -- Checks everything the worker keeps on the device against host truth: every guard zone,
@@ -1135,8 +1158,9 @@ end
 
 -- Records the digests of outputs that were just verified (case, input set s) on cand,
 -- so later launches on the same inputs are checked on the device (check_again).
-local function record_digests(be, cand, case, s)
-  local d, v, fatal = output_digests(be, case)
+local function record_digests(be, cand, case, s, d)
+  local v, fatal
+  if not d then d, v, fatal = output_digests(be, case) end
   if not d then return v, fatal end
   cand.digests = cand.digests or {}
   cand.digests[case.label] = cand.digests[case.label] or {}
@@ -1147,11 +1171,13 @@ end
 -- The outputs of a later launch on input set s (a timed repetition): right when they
 -- hash like the verified outputs of set s (exactly the same bits); otherwise, or where
 -- nothing was recorded (a screen verifies another size), compared as at verification
--- (a task that allows nondeterminism passes there within its tolerance).
-local function check_again(be, spec, cand, case, s, phase)
+-- (a task that allows nondeterminism passes there within its tolerance). d: the
+-- digests as read already (check_launch's with_digests), else read here.
+local function check_again(be, spec, cand, case, s, phase, d)
   local want = cand.digests and cand.digests[case.label] and cand.digests[case.label][s]
   if want then
-    local d, v, fatal = output_digests(be, case)
+    local v, fatal
+    if not d then d, v, fatal = output_digests(be, case) end
     if not d then return v, fatal end
     if same_digests(d, want) then return nil end
     -- not the verified bits: wrong if it is wrong; for a task that asks for exact
@@ -1176,10 +1202,11 @@ local function verify(be, spec, cand, scope)
     local kernels = cand.plans[case.label]
     local params = build_params(spec, case, nil, cand)
     for s = 1, scope.nsets or spec.nsets do
-      local v, fatal = run_once(be, spec, case, s, kernels, params)
-      if not v then v, fatal = check_launch(be, spec, case, s) end
+      -- (the outputs' digests read with the launch's regions: comparing them reads only)
+      local v, fatal, d = run_once(be, spec, case, s, kernels, params)
+      if not v then v, fatal, d = check_launch(be, spec, case, s, nil, true) end
       if not v then v, fatal = check_outputs(be, spec, case, s) end
-      if not v then v, fatal = record_digests(be, cand, case, s) end
+      if not v then v, fatal = record_digests(be, cand, case, s, d) end
       if v then return fail_with(cand, v, fatal) end
     end
     local last = scope.nsets or spec.nsets
@@ -1188,12 +1215,9 @@ local function verify(be, spec, cand, scope)
     -- repeat's outputs kept, a third run, the first element that differs.
     local repeat_needed = scope.determinism ~= false
     if repeat_needed then
-      local v, fatal = run_once(be, spec, case, last, kernels, params)
-      if not v then v, fatal = check_launch(be, spec, case, nil, "repeat") end
+      local v, fatal, d = run_once(be, spec, case, last, kernels, params)
+      if not v then v, fatal, d = check_launch(be, spec, case, nil, "repeat", true) end
       if v then return fail_with(cand, v, fatal) end
-      local d
-      d, v, fatal = output_digests(be, case)
-      if not d then return fail_with(cand, v, fatal) end
       repeat_needed = not same_digests(d, cand.digests[case.label][last])
     end
     for i, a in ipairs(repeat_needed and spec.args or {}) do
@@ -1358,8 +1382,8 @@ local function time_interleaved(be, spec, cands, timing)
       -- outputs are checked (a launch of kloop's check kernel); elsewhere the first two
       -- and the last
       local checked = every or r <= 2 or done
-      local v2, f2 = check_launch(be, spec, case, checked and s or nil, phase)
-      if not v2 and checked then v2, f2 = check_again(be, spec, cand, case, s, phase) end
+      local v2, f2, d = check_launch(be, spec, case, checked and s or nil, phase, checked)
+      if not v2 and checked then v2, f2 = check_again(be, spec, cand, case, s, phase, d) end
       if v2 then return nil, c, v2, f2 end
     end
     if done then break end
