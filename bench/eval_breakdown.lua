@@ -50,12 +50,13 @@ for i, p in ipairs(points) do cands[i] = { source = "// variant " .. i .. "\n" .
 local t1 = sys.now()
 ev:precompile(cands)
 local t_pre = sys.now() - t1
-local acc, wall_total, verdicts = {}, 0, {}
+local acc, wall_total, verdicts, reps_total = {}, 0, {}, 0
 for _, c in ipairs(cands) do
   local ta = sys.now()
   local r = ev:evaluate(c.source, { defines = c.defines, timing = { budget = budget } })
   wall_total = wall_total + (sys.now() - ta)
   verdicts[r.verdict] = (verdicts[r.verdict] or 0) + 1
+  reps_total = reps_total + (r.reps or 0)
   for k, e in pairs(r.worker_trace or {}) do
     local a = acc[k] or { n = 0, s = 0 }
     a.n, a.s = a.n + e.n, a.s + e.s
@@ -74,6 +75,6 @@ end
 local vs = {}
 for k, n in pairs(verdicts) do vs[#vs + 1] = k .. " " .. n end
 print(string.format("BREAKDOWN: %d candidates (%s), timing budget %.2f s: start %.1f s, precompile call %.2f s, "
-  .. "evaluations %.1f s wall, of it in the worker %.1f s (%.0f%%); %.1f candidates/min",
+  .. "evaluations %.1f s wall, of it in the worker %.1f s (%.0f%%); %.1f candidates/min; %.1f timed repetitions each",
   #cands, table.concat(vs, ", "), budget, t_start, t_pre, wall_total, req_total, 100 * req_total / wall_total,
-  60 * #cands / wall_total))
+  60 * #cands / wall_total, reps_total / #cands))
