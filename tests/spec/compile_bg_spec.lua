@@ -208,4 +208,48 @@ describe("kloop.eval.compile background jobs", function()
     compile.FIXED_NICE = nil
     assert(ok, err)
   end)
+  -- the benches' base (KLOOP_COMPILE_NICE): one niceness, and an urgent compile waits for
+  -- a slot as before the priorities
+  it("keeps the old slot rule where KLOOP_COMPILE_NICE is set", function()
+    local bg = compile.background
+    compile.FIXED_NICE = 0
+    local ok, err = pcall(function()
+      compile.run(jobs("fg", 10), { background = true, parallel = 8 })
+      assert.are.equal(8 - compile.URGENT_RESERVE, #bg.running)
+      local batch = jobs("fu", 6)
+      compile.run(batch, { background = true, parallel = 8, urgent = true })
+      assert.are.equal(8, #bg.running)
+      assert.are.equal(batch[5].key, bg.queue[1].key)
+      assert.are.equal(batch[6].key, bg.queue[2].key)
+    end)
+    compile.FIXED_NICE = nil
+    assert(ok, err)
+  end)
+
+  -- a guess that ran into the deadline may have had little of the CPU (urgent compiles
+  -- beside it go first): not the candidate's verdict, it compiles again when asked for
+  it("compiles again, when asked for, a guess that ran into the deadline", function()
+    local guess, nonce = jobs("late", 1)
+    compile.run(guess, { background = true, parallel = 2, deadline = 0 })
+    local t0 = sys.now()
+    while not guess[1].done and sys.now() - t0 < 10 do compile.pump(5) end
+    assert.is_true(guess[1].timeout, "the guess did not run into its deadline")
+    local j = guess[1]
+    local got = compile.compile('extern "C" __global__ void k1(float *x) { x[0] = 1; }',
+      { arch = "sm_90", name = j.name, defines = { KLOOP_SPEC_NONCE = nonce } })
+    assert.are_not.equal(j, got, "the guess's timeout was handed to the evaluation")
+    assert.is_true(got.ok, got.log)
+  end)
+
+  -- an evaluation waiting for a guess still queued starts it needed now
+  it("starts a queued guess that an evaluation waits for at the urgent niceness", function()
+    local guesses, nonce = jobs("wq", 2)
+    compile.run(guesses, { background = true, parallel = 1 })
+    assert.is_nil(guesses[2].cjob)
+    local j = guesses[2]
+    local got = compile.compile(j.src, { arch = "sm_90", name = j.name, defines = { KLOOP_SPEC_NONCE = nonce } })
+    assert.are.equal(j, got)
+    assert.is_true(got.ok, got.log)
+    assert.are.equal(compile.NICE, got.nice)
+  end)
 end)

@@ -50,6 +50,62 @@ describe("kloop.search.slice", function()
   end)
 end)
 
+-- The worker client's side, on a stand-in for the worker's pipe (no worker process): what
+-- a sliced think does to the requests around it when something goes wrong.
+describe("a sliced think in the worker client", function()
+  local eval = require("kloop.eval.evaluator")
+  local compile = require("kloop.eval.compile")
+  local function client(replies_after)
+    local polls, sent, killed = 0, {}, false
+    local ev = eval.new(assert(require("kloop.eval.task").load("examples/cpu/sgemm_blocked.c")), {})
+    ev.proc = {
+      send = function(_, text) sent[#sent + 1] = text return true end,
+      ready = function() polls = polls + 1 return polls > replies_after end,
+      recv = function() return '{"verdict":"ok"}' end,
+      tail = function() return "" end,
+      kill = function() killed = true end,
+    }
+    return ev, sent, function() return killed end
+  end
+  local function busy(ms)
+    local t0 = sys.now()
+    while sys.now() - t0 < ms / 1000 do end
+  end
+
+  -- a Ctrl-C (or a failing compiler read) served between slices leaves the request
+  -- unanswered: the worker is stopped, so no later request reads this one's reply
+  it("stops the worker when an error comes between slices", function()
+    local ev, _, killed = client(1e9)
+    ev.slice_think = slice.job
+    ev.on_sent = function() for _ = 1, 50 do busy(1) slice.point() end end
+    local real = compile.pump
+    compile.pump = function() error(sys.INTERRUPTED, 0) end
+    local ok, err = pcall(ev.request, ev, { op = "evaluate" }, 5)
+    compile.pump = real
+    assert.is_false(ok)
+    assert.is_true(sys.is_interrupt(err), tostring(err))
+    assert.is_true(killed(), "the worker was left running with its reply unread")
+  end)
+
+  -- the rest of a think that fire_think runs whole (the batch's requests are over) may
+  -- make a request of its own, as a think run whole always could: it gets its own reply
+  it("lets the rest of a think run by fire_think make a request of its own", function()
+    local ev, sent = client(2) -- (the reply is not in at the first looks)
+    local got
+    local job = slice.job(function()
+      busy(3)
+      slice.point()
+      got = ev:request({ op = "evaluate" }, 5)
+    end)
+    assert.is_false(job:step(0.001))
+    ev.think_job = job
+    ev:fire_think()
+    assert.is_true(job.done)
+    assert.are.equal(1, #sent)
+    assert.are.equal("ok", got and got.verdict)
+  end)
+end)
+
 describe("a sliced think in the driver (host task)", function()
   local TASK = "examples/cpu/sgemm_blocked.c"
   local POINTS = {

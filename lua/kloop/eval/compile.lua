@@ -403,6 +403,13 @@ local function hasten(job)
   if job.cjob and job.nice ~= M.NICE and not bench_nice() and nvrtc.renice(job.cjob, M.NICE) then job.nice = M.NICE end
 end
 
+-- A compile that ran into the deadline at the guesses' niceness: its wall time may be
+-- mostly others' CPU time (urgent compiles beside it take the cores first), so its
+-- timeout is not the candidate's verdict; an evaluation compiles it again.
+local function starved(job)
+  return job.timeout == true and job.nice == M.GUESS_NICE
+end
+
 local function bg_drop(job)
   if bg.by_key[job.key] == job then bg.by_key[job.key] = nil end
 end
@@ -411,7 +418,8 @@ end
 -- queued ones while slots are free. Returns how many are still running or queued.
 -- (benches, KLOOP_WAITS_LOG: each background compile's end, how long it queued and ran)
 local function log_done(job)
-  if not os.getenv("KLOOP_WAITS_LOG") then return end
+  if job.logged or not os.getenv("KLOOP_WAITS_LOG") then return end
+  job.logged = true
   local defs = {}
   for _, o in ipairs(job.options or {}) do
     local d = type(o) == "string" and o:match("^%-D(.*)$")
@@ -431,7 +439,7 @@ function M.pump(wait_ms)
       -- a binary is in the cache now; a failure is not cached, so it stays here for the
       -- evaluation that asks for it (else that one would compile it again, up to the
       -- deadline again), without its source
-      if job.ok then bg_drop(job) else job.src = nil end
+      if job.ok or starved(job) then bg_drop(job) else job.src = nil end
     else
       still[#still + 1] = job
     end
@@ -450,12 +458,18 @@ function M.pump(wait_ms)
   return #bg.running + #bg.queue
 end
 
--- Waits for the background job of `key` (nil when there is none): the job, done.
+-- Waits for the background job of `key` (nil when there is none, or when it ran into the
+-- deadline as a guess: the caller compiles it again, needed now): the job, done.
 local function bg_wait(key)
   local job = bg.by_key[key]
   if not job then return nil end
   -- (what an evaluation that waits found: a guess still queued or still compiling)
   job.wait_state = job.done and "done" or (job.cjob and "compiling" or "queued")
+  -- (waited for: needed now, at the urgent niceness from here)
+  if not job.done and not job.urgent then
+    job.urgent = true
+    hasten(job)
+  end
   for i, q in ipairs(bg.queue) do
     if q == job then
       table.remove(bg.queue, i)
@@ -473,6 +487,7 @@ local function bg_wait(key)
   bg.running = still
   bg_drop(job)
   M.pump(0)
+  if starved(job) then return nil end
   return job
 end
 

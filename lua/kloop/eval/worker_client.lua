@@ -490,7 +490,10 @@ function W:await(req, timeout_s)
     end
   end
   local job = self.think_job
-  if job and not job.done and self.proc and self.proc.ready and not (self.cooperative and coroutine.running()) then
+  -- (not from inside the think itself: a request its rest makes when fire_think runs it
+  -- whole just waits for its reply, as before slicing)
+  if job and not job.done and self.proc and self.proc.ready and not (self.cooperative and coroutine.running())
+      and coroutine.running() ~= job.co then
     -- a slice of the think at a time, the reply looked for between them: a reply sent
     -- meanwhile waits at most one slice, and the next request goes out at once
     self.in_hook = true
@@ -498,10 +501,16 @@ function W:await(req, timeout_s)
       while not self.proc:ready(0) do
         if job:step() then break end
         compile.pump(0)
+        sys.check_interrupt() -- (a compiled trace of this loop would not see the hook)
       end
     end)
     self.in_hook = nil
-    if not ok then error(err, 0) end
+    if not ok then
+      -- (as wait_pumping: the request is unanswered, so the worker is stopped and no
+      -- later request reads this one's reply)
+      self:kill()
+      error(err, 0)
+    end
   end
   local reply, kind, msg
   if self.cooperative and coroutine.running() then

@@ -412,6 +412,7 @@ function Ctx:arm_think(strategy, nbatch)
       self.think_error = sys.is_interrupt(got) and got or ("think: " .. tostring(got))
       return
     end
+    -- (benches: its wall time; sliced, the requests between its slices included)
     require("kloop.eval.evaluator").waits_log(string.format("think %.3f", sys.now() - t_think))
     if not self.ev.arch then return end
     -- (no more than the budget has room for after this batch)
