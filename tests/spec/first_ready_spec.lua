@@ -81,4 +81,38 @@ describe("Evaluator:first_ready", function()
     assert.are.equal(1, again)
     assert.is_true(math.abs((ev.spent.compile - w) - (sys.now() - t0)) < 0.02)
   end)
+  -- sliced (kloop.search.slice): the wait steps the think between looks at the binaries,
+  -- so a binary that is ready runs at once, with the rest of the think left for the
+  -- requests after it; where none is ready before the think ends, what it names is
+  -- looked for then (more)
+  it("steps a sliced think in the wait and takes a binary as soon as it is ready", function()
+    local slice = require("kloop.search.slice")
+    local ev = evaluator()
+    local slices, done = 0, false
+    ev.on_sent = function()
+      -- (far longer than a compile: about 4 s in slices of 2 ms)
+      for _ = 1, 2000 do
+        local t = sys.now()
+        while sys.now() - t < 0.002 do end
+        slices = slices + 1
+        slice.point()
+      end
+      done = true
+    end
+    ev.slice_think = slice.job
+    local c9 = cand(9)
+    ev:queue_compiles({ c9 })
+    local asked = 0
+    local t0 = sys.now()
+    local i = ev:first_ready({ c9 }, function() asked = asked + 1 return {} end)
+    local waited = sys.now() - t0
+    assert.are.equal(1, i)
+    assert.is_true(compile.ready(ev:compile_jobs(c9)[1]))
+    assert.is_false(done, "the think was run whole before the binary was taken")
+    assert.is_true(slices > 0, "no slice of the think ran in the wait")
+    assert.is_truthy(ev.think_job and not ev.think_job.done)
+    assert.are.equal(0, asked, "more was asked before the think was done")
+    assert.is_true(waited < 3.5, string.format("the wait took %.1f s", waited))
+    assert.is_true(ev.spent.think > 0)
+  end)
 end)

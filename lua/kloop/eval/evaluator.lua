@@ -518,7 +518,12 @@ function Evaluator:first_ready(cands, more)
         return i
       end
     end
-    if more then
+    if self:step_think() then
+      -- (a sliced think, begun or not: a slice of it, then the binaries looked at again,
+      -- so one that is ready runs at once; what it names joins when it is done)
+      compile.pump(0)
+      sys.check_interrupt()
+    elseif more then
       -- (looked for only now, then scanned at once: no evaluation that finds its binary
       -- ready pays for them)
       for _, c in ipairs(more()) do cands[#cands + 1] = c end
@@ -552,6 +557,24 @@ function Evaluator:fire_think()
   local t0 = sys.now()
   if f then f() else job:finish() end
   self.spent.think = (self.spent.think or 0) + (sys.now() - t0)
+end
+
+-- One slice of a sliced think (kloop.search.slice; the driver sets slice_think), begun
+-- here where it is armed and no request has begun it: true when a slice ran (its time
+-- counted as think), false when there is none to run. For waits outside a request
+-- (first_ready): a request's own wait steps it in W:await.
+function Evaluator:step_think()
+  if self.on_sent and self.slice_think then
+    self.think_job = self.slice_think(self.on_sent)
+    self.on_sent = nil
+  end
+  local job = self.think_job
+  if not job or job.done or coroutine.running() == job.co then return false end
+  local t0 = sys.now()
+  local ok, err = pcall(job.step, job)
+  self.spent.think = (self.spent.think or 0) + (sys.now() - t0)
+  if not ok then error(err, 0) end
+  return true
 end
 
 -- Evaluates one candidate source (nil: the task's own kernel). opts: defines, timing.
