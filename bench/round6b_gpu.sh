@@ -10,23 +10,12 @@ cd "$(dirname "$0")/.."
 . bench/round_lib.sh
 : "${VARIANT:=var/noslice}"
 export VARIANT
-one() { # LABEL BIN NICE BUSY_OPTIONS...
-  local label=$1 bin=$2 nice=$3
-  shift 3
-  use_bin "$bin"
-  fresh_cache
-  waits_begin
-  KLOOP_COMPILE_NICE=$nice busy_rows "$label" 100 "$@"
-  { echo "== thinks $label: $(awk '$2 == "think" {n++; s += $3; if ($3 > m) m = $3} END {printf "%d, %.2f s, max %.3f", n, s, m}' "$KLOOP_WAITS_LOG")"; } >> $L
-  row "  thinks" "$(tail -1 $L | cut -c4-)"
-  waits_logged
-}
 for seed in 7 3; do
-  one "model$seed base" var 0 --method model --seed $seed
-  one "model$seed nice" var 10 --method model --seed $seed
-  one "model$seed both" new 10 --method model --seed $seed
+  ab_row "model$seed base" var 0 --method model --seed $seed
+  ab_row "model$seed nice" var 10 --method model --seed $seed
+  ab_row "model$seed both" new 10 --method model --seed $seed
 done
-one "random9 base" var 0 --method random --seed 9
-one "random9 both" new 10 --method random --seed 9
+ab_row "random9 base" var 0 --method random --seed 9
+ab_row "random9 both" new 10 --method random --seed 9
 use_bin new
 printf '%s\n' "${rows[@]}" | cut -c1-300

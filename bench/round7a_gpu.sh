@@ -24,25 +24,11 @@ for b in old new; do
   done
 done
 micro_side_by_side
-one() { # LABEL BIN NICE BUSY_OPTIONS...
-  local label=$1 bin=$2 nice=$3
-  shift 3
-  use_bin "$bin"
-  fresh_cache
-  waits_begin
-  if [ -n "$nice" ]; then export KLOOP_COMPILE_NICE=$nice; else unset KLOOP_COMPILE_NICE; fi
-  busy_rows "$label" 100 "$@"
-  unset KLOOP_COMPILE_NICE
-  { echo "== thinks $label: $(awk '$2 == "think" {n++; s += $3; if ($3 > m) m = $3} END {printf "%d, %.2f s, max %.3f", n, s, m}' "$KLOOP_WAITS_LOG")"; } >> $L
-  { echo "== compiles $label: $(awk '$2 == "compiled" {n++; if ($7 == "true") {u++; if ($5 > qu) qu = $5} else {g++}} END {printf "%d (urgent %d, most queued %.2f s; guesses %d)", n, u, qu, g}' "$KLOOP_WAITS_LOG")"; } >> $L
-  row "  thinks, compiles" "$(tail -2 $L | head -1 | cut -c10- | sed 's/^[^:]*: //'); $(tail -1 $L | sed 's/^[^:]*: //')"
-  waits_logged
-}
 for seed in 7 3 5; do
-  one "model$seed base" var 0 --method model --seed $seed
-  one "model$seed new" new "" --method model --seed $seed
+  ab_row "model$seed base" var 0 --method model --seed $seed
+  ab_row "model$seed new" new "" --method model --seed $seed
 done
-one "random9 base" var 0 --method random --seed 9
-one "random9 new" new "" --method random --seed 9
+ab_row "random9 base" var 0 --method random --seed 9
+ab_row "random9 new" new "" --method random --seed 9
 use_bin new
 printf '%s\n' "${rows[@]}" | cut -c1-300

@@ -5,7 +5,8 @@
 # kept in T), fresh_cache (an empty compile cache for what runs next) and busy_rows LABEL
 # BUDGET OPTIONS... (a gemm_tiled tune under bench/gpu_busy.sh, timing budget 0.3 s and no
 # promotion unless OPTIONS say otherwise: its rows, its lines in L, its log as
-# $O/tune_LABEL.log; BUSY_TASK names another task).
+# $O/tune_LABEL.log; BUSY_TASK names another task); ab_row LABEL BIN NICE OPTIONS... (one run
+# of a side-by-side, its thinks and compiles summed).
 O=${OUT:-/tmp}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -78,4 +79,23 @@ micro_side_by_side() {
     done
   done
   use_bin new
+}
+# ab_row LABEL BIN NICE OPTIONS...: one run of a side-by-side (busy_rows, budget 100) with
+# use_bin BIN, an empty compile cache, KLOOP_COMPILE_NICE=NICE where NICE is not empty,
+# its thinks and background compiles summed (rows and L), its waits logged
+ab_row() {
+  local label=$1 bin=$2 nice=$3
+  shift 3
+  use_bin "$bin"
+  fresh_cache
+  waits_begin
+  if [ -n "$nice" ]; then export KLOOP_COMPILE_NICE=$nice; else unset KLOOP_COMPILE_NICE; fi
+  busy_rows "$label" 100 "$@"
+  unset KLOOP_COMPILE_NICE
+  local th co
+  th=$(awk '$2 == "think" {n++; s += $3; if ($3 > m) m = $3} END {printf "%d, %.2f s, max %.3f", n, s, m}' "$KLOOP_WAITS_LOG")
+  co=$(awk '$2 == "compiled" {n++; if ($7 == "true") {u++; if ($5 > qu) qu = $5} else {g++}} END {printf "%d (urgent %d, most queued %.2f s; guesses %d)", n, u, qu, g}' "$KLOOP_WAITS_LOG")
+  { echo "== thinks $label: $th"; echo "== compiles $label: $co"; } >> "$L"
+  row "  thinks, compiles" "$th; $co"
+  waits_logged
 }
