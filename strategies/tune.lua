@@ -5,7 +5,6 @@
 -- samples, or random samples then a walk around the best (simulated annealing).
 local tune = require("kloop.search.tune")
 local surrogate = require("kloop.search.surrogate")
-local slice = require("kloop.search.slice")
 
 -- Choosing one batch ahead starts once this many candidates are evaluated (the default
 -- of --ahead-after): a small search needs each result before its next choice more than
@@ -228,25 +227,22 @@ end
 -- The model's next points on what it knows now (one fit), with no side effects on the
 -- run's generator, seen set or counters: the guess compiled ahead and favoured by the
 -- next real picks.
--- fn(...) run on copies of the search's state (its generator, seen set, counters and
--- stop), which are then put back as they were: what a proposal would be, with no side
--- effects. Returns fn's result.
+-- fn(copy, ...) on a copy of the search's context: reads fall through to ctx, what fn
+-- sets (its counters and stop: picks, flat, stopped) stays on the copy, with a generator
+-- and seen set of its own and quiet options: what a proposal would be, with no side
+-- effects. ctx itself never changes, so a sliced think may yield to the driver inside fn
+-- (kloop.search.slice). Returns fn's result.
 local function on_copies(ctx, fn, ...)
-  local keep = { rng = ctx.rng, seen = ctx.seen, picks = ctx.picks, flat = ctx.flat, stopped = ctx.stopped,
-    quiet = ctx.opts.quiet }
-  ctx.rng = ctx.rng:clone()
-  ctx.seen = setmetatable({}, { __index = keep.seen }) -- fresh() marks the copy only
-  ctx.opts.quiet = true
-  -- (whole: a sliced think yields to the driver nowhere while the state is swapped)
-  local ok, out = pcall(slice.whole, fn, ...)
-  ctx.rng, ctx.seen, ctx.picks, ctx.flat, ctx.stopped, ctx.opts.quiet =
-    keep.rng, keep.seen, keep.picks, keep.flat, keep.stopped, keep.quiet
-  if not ok then error(out, 0) end
-  return out
+  local copy = setmetatable({
+    rng = ctx.rng:clone(),
+    seen = setmetatable({}, { __index = ctx.seen }), -- fresh() marks the copy only
+    opts = setmetatable({ quiet = true }, { __index = ctx.opts }),
+  }, { __index = ctx })
+  return fn(copy, ...)
 end
 
 local GUESS = 16
-local function model_guess(ctx, n) return on_copies(ctx, propose_model, ctx, n, true) end
+local function model_guess(ctx, n) return on_copies(ctx, propose_model, n, true) end
 
 local function keep_guess(ctx, list)
   ctx.guess = list
@@ -392,9 +388,9 @@ function S.upcoming(ctx, n)
     return out
   end
   -- random draws as propose makes them
-  return on_copies(ctx, function()
+  return on_copies(ctx, function(copy)
     for _ = 1, math.ceil(n / math.max(1, ctx.opts.batch)) do
-      local got = S.propose(ctx)
+      local got = S.propose(copy)
       if #got == 0 then break end
       for _, c in ipairs(got) do if #out < n then out[#out + 1] = c end end
       if #out >= n then break end

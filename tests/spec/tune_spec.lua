@@ -55,7 +55,14 @@ local function drive(task, opts, time_of)
     -- the driver's think call, during the batch's first request (o.think: "late", after
     -- the batch's first result, which it must ignore; "never")
     if (o.think or "early") == "early" then
-      local got = S.think(ctx)
+      local got
+      if o.sliced then
+        -- (as the driver slices it, here a yield at every point: kloop.search.slice)
+        local job = require("kloop.search.slice").job(function() got = S.think(ctx) end)
+        while not job:step(0) do o.sliced(ctx) end
+      else
+        got = S.think(ctx)
+      end
       if got then ctx.thoughts[#ctx.thoughts + 1] = { after = #ctx.history - 1 + #cands, list = got } end
       if got and got.exact then ctx.exact_before = got end
     end
@@ -273,5 +280,35 @@ describe("tune --method model", function()
     local ok, err = pcall(drive, space_task(4, 2), { method = "genetic" }, bowl)
     assert.is_false(ok)
     assert.matches("model, anneal, random or exhaustive", err)
+  end)
+
+  -- sliced, think yields to the driver inside its guess too (it works on a copy of the
+  -- context), and the driver never sees a swapped generator, seen set or options
+  it("yields inside its guess when sliced, with the context unchanged at every yield", function()
+    local real_pick = surrogate.pick
+    local in_guess, yields, guess_yields = false, 0, 0
+    local keep
+    local ok, err = pcall(function()
+      surrogate.pick = function(X, y, xs, k, r, opts)
+        local was = in_guess
+        in_guess = keep ~= nil and r ~= keep.rng
+        local res = { real_pick(X, y, xs, k, r, opts) }
+        in_guess = was
+        return unpack(res, 1, table.maxn(res))
+      end
+      local _, _, ctx = drive(space_task(6, 3), { budget = 40, seed = 4, sliced = function(ctx)
+        keep = keep or { rng = ctx.rng, seen = ctx.seen, quiet = ctx.opts.quiet }
+        yields = yields + 1
+        if in_guess then guess_yields = guess_yields + 1 end
+        assert.are.equal(keep.rng, ctx.rng, "the driver saw the guess's generator")
+        assert.are.equal(keep.seen, ctx.seen, "the driver saw the guess's seen set")
+        assert.are.equal(keep.quiet, ctx.opts.quiet, "the driver saw the guess's options")
+      end }, bowl)
+      assert.is_true(#ctx.thoughts > 0, "no think chose a batch")
+    end)
+    surrogate.pick = real_pick
+    assert(ok, err)
+    assert.is_true(yields > 0, "no yield in a sliced think")
+    assert.is_true(guess_yields > 0, string.format("none of %d yields came inside the guess", yields))
   end)
 end)
