@@ -3,6 +3,7 @@
 # utilization.gpu (the share of each sample period in which a kernel ran) every 100 ms
 # while `kloop tune` runs; the figure is the mean over the run's wall time.
 # usage: bench/gpu_busy.sh [TASK] [BUDGET] [extra kloop options...]
+# (BUSY_STRATEGY=FILE: another copy of the tune strategy, for side-by-side benches)
 set -u
 KLOOP=${KLOOP:-build/kloop}
 TASK=${1:-kernels/gemm_tiled.lua}
@@ -15,7 +16,7 @@ nvidia-smi --query-gpu=timestamp,utilization.gpu --format=csv,noheader,nounits -
 SMI=$!
 sleep 0.5
 t0=$(date +%s.%N)
-"$KLOOP" tune "$TASK" --budget "$BUDGET" --no-store --profile none "$@" >"$OUTD/tune.log" 2>&1
+"$KLOOP" "${BUSY_STRATEGY:-tune}" "$TASK" --budget "$BUDGET" --no-store --profile none "$@" >"$OUTD/tune.log" 2>&1
 rc=$?
 t1=$(date +%s.%N)
 sleep 0.3
