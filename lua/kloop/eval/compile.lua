@@ -328,10 +328,8 @@ end
 -- them, and no compile needed now starts beyond the slots, as before these priorities.
 M.NICE, M.GUESS_NICE = 10, 19
 M.FIXED_NICE = tonumber(os.getenv("KLOOP_COMPILE_NICE") or "")
-local function bench_nice() return M.FIXED_NICE end
 local function nice_of(job)
-  local v = bench_nice()
-  if v then return v end
+  if M.FIXED_NICE then return M.FIXED_NICE end
   return (job.guess and not job.urgent) and M.GUESS_NICE or M.NICE
 end
 
@@ -391,16 +389,20 @@ M.background = bg
 -- guesses, which yield the CPU to them: M.GUESS_NICE); with KLOOP_COMPILE_NICE set, fewer
 -- compiles of any kind.
 local function urgent_room()
-  if bench_nice() then return #bg.running < bg.parallel end
+  if M.FIXED_NICE then return #bg.running < bg.parallel end
   local n = 0
   for _, r in ipairs(bg.running) do if r.urgent then n = n + 1 end end
   return n < bg.parallel
 end
 
--- A guess already compiling that is needed now: at the urgent niceness where the system
--- allows it (raising a priority needs the privilege; else it finishes as a guess).
-local function hasten(job)
-  if job.cjob and job.nice ~= M.NICE and not bench_nice() and nvrtc.renice(job.cjob, M.NICE) then job.nice = M.NICE end
+-- A guess that is needed now (an urgent batch names it, an evaluation waits for it):
+-- urgent from here, so it starts at the urgent niceness; already compiling, reniced to it
+-- where the system allows (raising a priority needs the privilege; else it finishes as
+-- a guess).
+local function needed_now(job)
+  if job.done or job.urgent then return end
+  job.urgent = true
+  if job.cjob and job.nice ~= M.NICE and not M.FIXED_NICE and nvrtc.renice(job.cjob, M.NICE) then job.nice = M.NICE end
 end
 
 -- A compile that ran into the deadline at the guesses' niceness: its wall time may be
@@ -465,11 +467,7 @@ local function bg_wait(key)
   if not job then return nil end
   -- (what an evaluation that waits found: a guess still queued or still compiling)
   job.wait_state = job.done and "done" or (job.cjob and "compiling" or "queued")
-  -- (waited for: needed now, at the urgent niceness from here)
-  if not job.done and not job.urgent then
-    job.urgent = true
-    hasten(job)
-  end
+  needed_now(job)
   for i, q in ipairs(bg.queue) do
     if q == job then
       table.remove(bg.queue, i)
@@ -540,10 +538,7 @@ function M.run(jobs, opts)
     if b then -- already compiling in the background (or queued there)
       job.background = b
       if opts.urgent and not b.cjob and not b.done then promote[#promote + 1] = b end
-      if opts.urgent and b.cjob and not b.done and not b.urgent then
-        b.urgent = true
-        hasten(b)
-      end
+      if opts.urgent and b.cjob then needed_now(b) end
     elseif opts.no_cache or not try_cache(job) then
       queue[#queue + 1] = job
     end

@@ -564,12 +564,8 @@ end
 -- counted as think), false when there is none to run. For waits outside a request
 -- (first_ready): a request's own wait steps it in W:await.
 function Evaluator:step_think()
-  if self.on_sent and self.slice_think then
-    self.think_job = self.slice_think(self.on_sent)
-    self.on_sent = nil
-  end
-  local job = self.think_job
-  if not job or job.done or coroutine.running() == job.co then return false end
+  local job = self:think_slices(true)
+  if not job then return false end
   local t0 = sys.now()
   local ok, err = pcall(job.step, job)
   self.spent.think = (self.spent.think or 0) + (sys.now() - t0)

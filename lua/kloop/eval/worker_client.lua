@@ -469,31 +469,39 @@ function W:prespawn(arch_hint)
   return true
 end
 
+-- The sliced think to step now (kloop.search.slice): the one armed (on_sent) begun as a
+-- job where the driver set slice_think (begin: and the caller may begin it), or the one
+-- begun already; nil where there is none, it is done, or this runs inside it (a request
+-- its rest makes once fire_think runs it whole waits for its reply, as before slicing).
+function W:think_slices(begin)
+  if begin and self.on_sent and self.slice_think then
+    self.think_job = self.slice_think(self.on_sent)
+    self.on_sent = nil
+  end
+  local job = self.think_job
+  if job and not job.done and coroutine.running() ~= job.co then return job end
+  return nil
+end
+
 -- The reply to req, sent already: W:request's second half.
 function W:await(req, timeout_s)
   -- work the caller left for while the worker runs a candidate (the driver's
   -- strategy.think), once; never during a start's hello or setup
+  local starting = req.op ~= "hello" and req.op ~= "setup"
   local hook = self.on_sent
-  if hook and req.op ~= "hello" and req.op ~= "setup" then
+  if hook and starting and not self.slice_think then
     self.on_sent = nil
-    if self.slice_think then
-      -- (sliced: kloop.search.slice. It runs below, between reads of the reply, and in
-      -- the requests after this one until it is done; the driver settles no result of
-      -- the batch meanwhile)
-      self.think_job = self.slice_think(hook)
-    else
-      -- (a hook that sent a request of its own would read this one's reply)
-      self.in_hook = true
-      local ok, err = pcall(hook)
-      self.in_hook = nil
-      if not ok then error(err, 0) end
-    end
+    -- (a hook that sent a request of its own would read this one's reply)
+    self.in_hook = true
+    local ok, err = pcall(hook)
+    self.in_hook = nil
+    if not ok then error(err, 0) end
   end
-  local job = self.think_job
-  -- (not from inside the think itself: a request its rest makes when fire_think runs it
-  -- whole just waits for its reply, as before slicing)
-  if job and not job.done and self.proc and self.proc.ready and not (self.cooperative and coroutine.running())
-      and coroutine.running() ~= job.co then
+  -- (sliced: kloop.search.slice. It runs below, between reads of the reply, and in the
+  -- requests after this one until it is done; the driver settles no result of the batch
+  -- meanwhile)
+  local job = self:think_slices(starting)
+  if job and self.proc and self.proc.ready and not (self.cooperative and coroutine.running()) then
     -- a slice of the think at a time, the reply looked for between them: a reply sent
     -- meanwhile waits at most one slice, and the next request goes out at once
     self.in_hook = true

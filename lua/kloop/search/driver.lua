@@ -413,7 +413,7 @@ function Ctx:arm_think(strategy, nbatch)
       return
     end
     -- (benches: its wall time; sliced, the requests between its slices included)
-    require("kloop.eval.evaluator").waits_log(string.format("think %.3f", sys.now() - t_think))
+    eval.waits_log(string.format("think %.3f", sys.now() - t_think))
     if not self.ev.arch then return end
     -- (no more than the budget has room for after this batch)
     local list = self:foreseen(got, self:room_after(nbatch))
@@ -966,14 +966,10 @@ function M.run(strategy, path, args)
     local fresh = not ctx.pool and ctx.opts.cascade ~= "on" and ctx:fresh_batch(cands)
     local thinks = strategy.think ~= nil and ctx.ev.on_sent ~= nil
     local order = fresh and ctx:ready_order(fresh, thinks)
-    if fresh and not order and thinks then
-      -- (a batch compiled whole, with a think to run: in proposal order, through the
-      -- loop that settles no result before the think is done, so the think is sliced)
-      order = {}
-      for i = 1, #fresh do order[i] = i end
-    end
-    if fresh and not order and ctx.pre and next(ctx.pre) then
-      -- (results run ahead for this batch: claimed in its proposal order)
+    if fresh and not order and (thinks or (ctx.pre and next(ctx.pre))) then
+      -- (a batch compiled whole, with a think to run: in proposal order, through the loop
+      -- that settles no result before the think is done, so the think is sliced; or with
+      -- results run ahead for this batch: claimed in its proposal order)
       order = {}
       for i = 1, #fresh do order[i] = i end
     end

@@ -49,9 +49,6 @@ end
 -- An error inside it is raised here.
 function Job:step(quantum)
   if self.done then return true end
-  -- (from inside the job itself, a request its rest makes once fire_think runs it whole:
-  -- nothing to step, the request just waits for its reply)
-  if coroutine.running() == self.co then return false end
   local outer_active, outer_deadline = active, deadline
   active, deadline = self.co, sys.now() + (quantum or M.QUANTUM)
   local ok, err = coroutine.resume(self.co)

@@ -222,6 +222,17 @@ local function resolve_symbols(be, mod, spec)
   return out
 end
 
+-- A region list of items followed by the case's output digests (first_out: how many
+-- come before them).
+local function with_outputs(items, case)
+  local with = {}
+  for _, r in ipairs(items) do with[#with + 1] = r end
+  for _, r in ipairs(case.out_regions.items) do with[#with + 1] = r end
+  local list = region_list(with)
+  list.first_out = #items
+  return list
+end
+
 -- What is checked after each launch of a case: the guards of its buffers and of the
 -- live candidates' own scratch buffers, and its inputs' digests (rebuilt when a
 -- candidate brings or drops buffers of its own).
@@ -243,6 +254,10 @@ local function build_case_regions(spec, case)
   end
   case.guard_regions = region_list(guards)
   case.launch_regions = region_list(items)
+  -- the same, followed by the outputs' digests: one launch of the check kernel reads both
+  -- (check_launch's with_digests)
+  case.guard_out_regions = with_outputs(guards, case)
+  case.launch_out_regions = with_outputs(items, case)
 end
 
 -- Outputs of at least this many elements are compared on the device where the backend
@@ -593,8 +608,6 @@ function M.setup(be, spec, ref_cubin)
   -- after each candidate (every guard, every input original, the backend's own state).
   local all = {}
   for _, case in ipairs(state.cases) do
-    build_case_regions(spec, case)
-    for _, r in ipairs(case.guard_regions.items) do all[#all + 1] = r end
     -- the outputs' digests (kloop's region check, keyed by a seed of the run secret): a
     -- repeat or timed launch whose outputs hash like the verified ones is bit-identical
     local outs = {}
@@ -605,6 +618,8 @@ function M.setup(be, spec, ref_cubin)
       end
     end
     case.out_regions = region_list(outs)
+    build_case_regions(spec, case)
+    for _, r in ipairs(case.guard_regions.items) do all[#all + 1] = r end
     for _, set in ipairs(case.sets) do
       for i, b in pairs(set.bufs) do
         for _, g in ipairs(b.guards) do all[#all + 1] = g end
@@ -654,27 +669,12 @@ end
 
 -- Guards of the buffers a launch on `case` could reach, and (when s is given) its live
 -- inputs against the digest of input set s. Returns nil when intact, or a verdict, fatal.
--- The list of a launch's regions followed by the case's outputs (their digests), built
--- once per list: one launch of the check kernel where there were two.
-local with_outs_cache = setmetatable({}, { __mode = "k" })
-local function with_outputs(list, case)
-  local m = with_outs_cache[list]
-  if not m then
-    local items = {}
-    for k, r in ipairs(list.items) do items[k] = r end
-    for _, r in ipairs(case.out_regions.items) do items[#items + 1] = r end
-    m = region_list(items)
-    m.first_out = list.n
-    with_outs_cache[list] = m
-  end
-  return m
-end
-
 -- with_digests: the outputs' digests are read in the same launch of the check kernel
 -- (then returned third, a list of uint64 cdata, when the launch's regions check out).
 local function check_launch(be, spec, case, s, phase, with_digests)
-  local list = s and case.launch_regions or case.guard_regions
-  if with_digests then list = with_outputs(list, case) end
+  local list
+  if with_digests then list = s and case.launch_out_regions or case.guard_out_regions
+  else list = s and case.launch_regions or case.guard_regions end
   local out, v, fatal = run_regions(be, list)
   if not out then return v, fatal end
   local nlaunch = list.first_out or list.n
