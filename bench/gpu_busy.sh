@@ -3,7 +3,9 @@
 # utilization.gpu (the share of each sample period in which a kernel ran) every 100 ms
 # while `kloop tune` runs; the figure is the mean over the run's wall time.
 # usage: bench/gpu_busy.sh [TASK] [BUDGET] [extra kloop options...]
-# (BUSY_STRATEGY=FILE: another copy of the tune strategy, for side-by-side benches)
+# (BUSY_STRATEGY=FILE: another copy of the tune strategy, for side-by-side benches;
+# KEEP_SMI=FILE: the samples kept there, after a line "# t0 WALL MONO": the run's start by
+# the wall clock and by /proc/uptime, the clock of KLOOP_WAITS_LOG's lines, to line them up)
 set -u
 KLOOP=${KLOOP:-build/kloop}
 TASK=${1:-kernels/gemm_tiled.lua}
@@ -16,11 +18,13 @@ nvidia-smi --query-gpu=timestamp,utilization.gpu --format=csv,noheader,nounits -
 SMI=$!
 sleep 0.5
 t0=$(date +%s.%N)
+mono0=$(cut -d' ' -f1 /proc/uptime)
 "$KLOOP" "${BUSY_STRATEGY:-tune}" "$TASK" --budget "$BUDGET" --no-store --profile none "$@" >"$OUTD/tune.log" 2>&1
 rc=$?
 t1=$(date +%s.%N)
 sleep 0.3
 kill $SMI 2>/dev/null; wait $SMI 2>/dev/null
+[ -n "${KEEP_SMI:-}" ] && { echo "# t0 $t0 $mono0"; cat "$OUTD/smi.csv"; } > "$KEEP_SMI"
 tail -5 "$OUTD/tune.log"
 awk -F', ' -v n0=6 'NR>n0 {s+=$2; n++} END {if (n) printf "GPU_BUSY: %.1f%% mean utilization.gpu over %d samples\n", s/n, n}' "$OUTD/smi.csv"
 awk -v a="$t0" -v b="$t1" -v n="$BUDGET" 'BEGIN {printf "WALL: %.1f s for %d candidates (%.1f/min)\n", b-a, n, 60*n/(b-a)}'

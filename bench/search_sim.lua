@@ -1,7 +1,7 @@
 -- bench/search_sim.lua: tune's search methods replayed on recorded and synthetic
 -- landscapes (no GPU): for each space, budget max(10% of the valid points, 16), many
 -- seeds, how often the best found is within 2% of the exhaustive optimum.
--- usage: kloop bench/search_sim.lua [--seeds N] [--methods model,random,anneal] [--batch B]
+-- usage: kloop bench/search_sim.lua [--seeds N] [--methods model,random,anneal] [--batch B] [--picks FILE]
 --        [--only NAME] [--budgets 16,44,89] [--json FILE] [--favour off|EI,MEAN] [--ahead N]
 -- After each propose the driver's compile-ahead call, upcoming(ctx, N) (N = 16, the
 -- H200 machine's compilers), and its think(ctx) are made too: the "guessed" column is the share of the
@@ -12,6 +12,8 @@
 -- AHEAD_BATCH=N in the environment sets tune's --ahead-batch (0, its default: auto),
 -- AHEAD_AFTER=N its --ahead-after (auto); --fill K its --fill, every batch filled
 -- (FILL_PICK=random: the filled points drawn from the offered ones, else their top).
+-- --picks FILE: every run's evaluated points in order, a line per run (landscape, budget,
+-- method, seed, then the points' keys), to show that a change leaves the picks as they were.
 -- The strategy's hooks (strategies/tune.lua) run exactly as the driver calls them:
 -- init, then propose / evaluate each / on_result until the budget is spent; an
 -- evaluation is a look-up in the landscape (a point it lacks is a failed candidate).
@@ -22,6 +24,7 @@ local cjson = require("cjson")
 
 local seeds, methods, batch, only, json_out, budgets = 20, { "model", "random", "anneal" }, 4, nil, nil, nil
 local ahead, lag, fill = 16, "on", 0
+local picks_out
 local surrogate = require("kloop.search.surrogate")
 local i = 1
 while i <= #arg do
@@ -35,6 +38,7 @@ while i <= #arg do
   elseif a == "--ahead" then ahead = tonumber(arg[i + 1]) i = i + 1
   elseif a == "--lag" then lag = arg[i + 1] i = i + 1
   elseif a == "--fill" then fill = tonumber(arg[i + 1]) i = i + 1
+  elseif a == "--picks" then picks_out = assert(io.open(arg[i + 1], "w")) i = i + 1
   elseif a == "--favour" then
     local v = arg[i + 1]
     i = i + 1
@@ -119,6 +123,7 @@ local function run(land, method, seed, budget)
   local pick_rng = rng.new(seed + 7)
   local evaluated, best = 0, math.huge
   local guessed, hits, after_first = nil, 0, 0
+  local picked = {}
   while evaluated < budget do
     local cands = strategy.propose(ctx)
     if #cands == 0 then break end
@@ -154,12 +159,16 @@ local function run(land, method, seed, budget)
     for _, c in ipairs(list) do
       if evaluated >= budget then break end
       evaluated = evaluated + 1
+      picked[#picked + 1] = tune.key(c.defines)
       local t = land.time_of(c.defines)
       c.result = t and { verdict = "ok", time_ms = t } or { verdict = "launch_error" }
       ctx.history[#ctx.history + 1] = c
       if t and t < best then best = t ctx.best = c end
       if strategy.on_result then strategy.on_result(ctx, c, c.result) end
     end
+  end
+  if picks_out then
+    picks_out:write(string.format("%s\t%d\t%s\t%d\t%s\n", land.name, budget, method, seed, table.concat(picked, " ")))
   end
   return best, evaluated, hits, after_first
 end
@@ -200,3 +209,4 @@ print(string.format("%-24s %6s %6s  %-8s %6s  %8s  %8s  %6s  %7s  %8s", "landsca
 for _, r in ipairs(rows) do print(r) end
 io.stdout:flush()
 if json_out then util.write_file(json_out, cjson.encode(raw)) end
+if picks_out then picks_out:close() end

@@ -154,6 +154,30 @@ local function observations(ctx, known)
   return X, y
 end
 
+-- The random points the model starts from (its init design): want of them, drawn in
+-- one go at the first choice that needs them (the draws a batch-by-batch drawing would
+-- make, in the same order), then handed out a batch at a time (ctx.init_next), so the
+-- next batch of them is known before the results of this one (S.think names it). On a
+-- copy of the context (on_copies) the draws and the count are the copy's.
+local function init_design(ctx, want)
+  if not ctx.init_points then
+    local pts, taken = {}, {}
+    for _ = 1, 200 * want do
+      if #pts >= want then break end
+      local p = tune.random(ctx.space, ctx.rng)
+      local k = p and tune.key(p)
+      if k and not ctx.seen[k] and not taken[k] then taken[k] = true pts[#pts + 1] = p end
+    end
+    ctx.init_points, ctx.init_next = pts, 1
+  end
+  return ctx.init_points
+end
+
+-- Whether points of the init design are still to be handed out.
+local function in_init(ctx)
+  return ctx.init_points ~= nil and ctx.init_next <= #ctx.init_points
+end
+
 local function propose_model(ctx, n, guess)
   local d = #ctx.space.names
   -- random points first: twice the parameters, at least 6, at most a quarter of the budget
@@ -164,9 +188,18 @@ local function propose_model(ctx, n, guess)
   local out = {}
   -- (the batch proposed one step ahead counts as drawn)
   local drawn = #y + (choosing and #choosing.in_flight or 0)
-  if drawn < init then
-    for _ = 1, 200 * n do
-      if #out >= math.min(n, init - drawn) then break end
+  if (not ctx.init_points and drawn < init) or in_init(ctx) or (guess and drawn < init) then
+    local pts = init_design(ctx, init - drawn)
+    -- (a guess takes as many random points as results are missing to the design, those
+    -- past its end drawn after it: the points a batch-by-batch drawing guessed)
+    local k = guess and math.min(n, init - drawn) or n
+    local first = ctx.init_next
+    ctx.init_next = math.min(#pts, first + k - 1) + 1
+    for i = first, ctx.init_next - 1 do
+      if fresh(ctx, pts[i]) then out[#out + 1] = tune.candidate(ctx.task, pts[i]) end
+    end
+    for _ = 1, guess and 200 * k or 0 do
+      if #out >= k then break end
       local p = tune.random(ctx.space, ctx.rng)
       if fresh(ctx, p) then out[#out + 1] = tune.candidate(ctx.task, p) end
     end
@@ -302,13 +335,39 @@ local function propose_model_step(ctx, n)
   return out
 end
 
+-- The batch the next propose returns whatever the results of this one, named to the
+-- driver exactly (so it may run one of them whose binary is ready while this batch's
+-- last ones still compile), or nil: the queue's next points (exhaustive, or a space
+-- within the budget), the random method's next draws, and behind the model the next
+-- points of its init design; never a choice the results could move (anneal's walk, the
+-- model's picks). No side effects.
+local function exact_next(ctx)
+  local n, out = ctx.opts.batch, nil
+  if ctx.queue then
+    out = {}
+    for i = #ctx.queue, 1, -1 do
+      if #out >= n then break end
+      local p = ctx.queue[i]
+      if not ctx.seen[tune.key(p)] then out[#out + 1] = tune.candidate(ctx.task, p) end
+    end
+  elseif ctx.opts.method == "random" then
+    out = on_copies(ctx, S.propose)
+  elseif ctx.opts.method == "model" and not ctx.next_batch and in_init(ctx) then
+    out = on_copies(ctx, propose_model, n)
+  end
+  if not out or #out == 0 then return nil end
+  out.exact = true
+  return out
+end
+
 -- Work for while the GPU evaluates the batch just proposed (kloop.search.driver calls it
 -- once per batch, during the batch's first worker request): behind the model, one batch
--- ahead, the choice of the next batch, which it returns for compiling now. Nothing when
--- there is no such choice to make or a result of the batch has come in already (the
--- next propose then makes the same choice).
+-- ahead, the choice of the next batch, which it returns for compiling now; nothing once a
+-- result of the batch has come in (the next propose then makes the same choice). Where
+-- no such choice is deferred, the next batch no result moves (exact_next), or nothing.
 function S.think(ctx)
-  if not ctx.deferred or #ctx.history ~= ctx.deferred.horizon then return nil end
+  if not ctx.deferred then return exact_next(ctx) end
+  if #ctx.history ~= ctx.deferred.horizon then return nil end
   local batch = choose_deferred(ctx)
   -- (the next propose returns this very batch: the driver may run a candidate of it
   -- whose binary is ready while this batch's last ones still compile)

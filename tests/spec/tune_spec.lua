@@ -77,7 +77,13 @@ local function drive(task, opts, time_of)
       ctx.history[#ctx.history + 1] = c
       if t and t < best then best = t ctx.best = c end
       S.on_result(ctx, c, c.result)
-      if ci == 1 and o.think == "late" then assert.is_nil(S.think(ctx), "think used a result of its own batch") end
+      if ci == 1 and o.think == "late" then
+        -- (no choice may use a result of its own batch: late, think names only a batch no
+        -- result moves, which the next propose must then return as it is)
+        local got = S.think(ctx)
+        assert.is_true(got == nil or (got.exact == true and ctx.deferred == nil), "think used a result of its own batch")
+        if got then ctx.exact_before = got end
+      end
       -- (o.rewrite: an earlier result rewritten in place after the batch's first result,
       -- as a sentinel trip does: a choice deferred from before it must not see it)
       if ci == 1 and o.rewrite and #ctx.history > 12 then
@@ -274,6 +280,33 @@ describe("tune --method model", function()
     end
     assert.are.equal(1, share.on)
     assert.is_true(share.off < 1, "with --ahead off the next batch was known exactly too")
+  end)
+
+  -- the driver may run a candidate of the next batch while this one's last compile, where
+  -- think names that batch exactly: the model's random start, the random method's draws,
+  -- the queue of an exhaustive search; never the walk of anneal, whose next step the
+  -- results move (fails before think named any of them: no batch named)
+  it("names the next batch exactly where no result moves it", function()
+    local task = space_task(8, 3)
+    local named = {}
+    for _, method in ipairs({ "model", "random", "exhaustive", "anneal" }) do
+      local budget = method == "exhaustive" and 512 or 40
+      local _, n, ctx = drive(task, { budget = budget, seed = 5, method = method }, bowl)
+      assert.are.equal(budget, n, method)
+      named[method] = ctx.exact_checked or 0
+    end
+    -- (the model: 6 random points first, in batches of 4 and 2, so its second batch is
+    -- named in its first; then each batch chosen ahead, past 16 evaluations)
+    assert.is_true(named.model >= 2, "model: " .. named.model)
+    assert.are.equal(40 / 4 - 1, named.random)
+    assert.are.equal(512 / 4 - 1, named.exhaustive)
+    assert.are.equal(0, named.anneal)
+    -- the model's second batch is the one named in its first: the rest of its random start
+    local _, _, ctx = drive(task, { budget = 40, seed = 5, method = "model" }, bowl)
+    local first = ctx.thoughts[1]
+    assert.are.equal(4, first.after)
+    assert.is_true(first.list.exact)
+    for i, c in ipairs(first.list) do assert.are.same(ctx.history[5 + i].defines, c.defines) end
   end)
 
   it("refuses an unknown method", function()

@@ -333,6 +333,16 @@ local function nice_of(job)
   return (job.guess and not job.urgent) and M.GUESS_NICE or M.NICE
 end
 
+-- A job's -D options, as its compile lines in KLOOP_WAITS_LOG show them (benches).
+local function defines_of(job)
+  local defs = {}
+  for _, o in ipairs(job.options or {}) do
+    local d = type(o) == "string" and o:match("^%-D(.*)$")
+    if d then defs[#defs + 1] = d end
+  end
+  return table.concat(defs, " ")
+end
+
 local function start(job)
   job.nice = nice_of(job)
   local h, err = nvrtc.start({ source = job.src, name = job.name, options = job.options, headers = job.headers,
@@ -340,6 +350,10 @@ local function start(job)
   if not h then
     finish(job, false, err, nil, 0, false)
     job.error = err
+    -- (benches: a compile that could not start is dropped here and compiled when asked)
+    if os.getenv("KLOOP_WAITS_LOG") then
+      require("kloop.eval.evaluator").waits_log("compile_start_failed " .. tostring(err) .. " " .. defines_of(job))
+    end
     return false
   end
   job.cjob = h
@@ -422,14 +436,9 @@ end
 local function log_done(job)
   if job.logged or not os.getenv("KLOOP_WAITS_LOG") then return end
   job.logged = true
-  local defs = {}
-  for _, o in ipairs(job.options or {}) do
-    local d = type(o) == "string" and o:match("^%-D(.*)$")
-    if d then defs[#defs + 1] = d end
-  end
   require("kloop.eval.evaluator").waits_log(string.format("compiled %.3f queued %.3f urgent %s ok %s %s",
     job.seconds or -1, job.started and job.queued_at and (job.started - job.queued_at) or -1,
-    tostring(job.urgent or false), tostring(job.ok), table.concat(defs, " ")))
+    tostring(job.urgent or false), tostring(job.ok), defines_of(job)))
 end
 
 function M.pump(wait_ms)
@@ -541,6 +550,8 @@ function M.run(jobs, opts)
       if opts.urgent and b.cjob then needed_now(b) end
     elseif opts.no_cache or not try_cache(job) then
       queue[#queue + 1] = job
+    elseif opts.background and os.getenv("KLOOP_WAITS_LOG") then
+      require("kloop.eval.evaluator").waits_log("cached " .. defines_of(job))
     end
   end
   if opts.background then
@@ -550,6 +561,10 @@ function M.run(jobs, opts)
       if not bg.by_key[job.key] then -- (a key twice in one call: one job)
         bg.by_key[job.key] = job
         job.queued_at = sys.now()
+        if os.getenv("KLOOP_WAITS_LOG") then
+          require("kloop.eval.evaluator").waits_log(string.format("queued urgent %s %s", tostring(opts.urgent or false),
+            defines_of(job)))
+        end
         if opts.urgent then urgent[#urgent + 1] = job else job.guess = true bg.queue[#bg.queue + 1] = job end
       end
     end

@@ -351,6 +351,7 @@ function Ctx:compile_ahead(strategy, nbatch)
   local tp = sys.now()
   local real = self:upcoming_list(strategy, nbatch)
   self:spend("propose", tp)
+  eval.waits_log(string.format("ahead %d after %d, ready %s", #real, nbatch or 0, tostring(self.ev.ready)))
   if #real > 0 then self:queue_precompile(real) end
 end
 
