@@ -306,10 +306,15 @@ end
 -- nothing measured up to 12 (search_sim, gemm_tiled at 89: 100% within 2% with 8 or 12,
 -- 93-95% with 16; 10^3 at 85: 100%; at 45 batches of 8 would be 83% against 88%, so a
 -- small search keeps --batch).
-local function ahead_batch(ctx, n)
+-- room: the budget's room once the batch in flight is evaluated. A last batch of at most
+-- half a batch would run alone at the end of the search, its heavy compiles hidden behind
+-- nothing (the budget leaves no room for spares): the batch before takes it in.
+local function ahead_batch(ctx, n, room)
   local b = tonumber(ctx.opts.ahead_batch) or 0
   if b > 0 then return math.floor(b) end
-  return ctx.opts.budget >= 64 and 3 * n or n
+  b = ctx.opts.budget >= 64 and 3 * n or n
+  if room and room > b and room - b <= b / 2 then b = room end
+  return b
 end
 
 local function propose_model_step(ctx, n)
@@ -325,7 +330,7 @@ local function propose_model_step(ctx, n)
     if #out > 0 and not ctx.stopped then
       -- (what the choice reads: the history's length, the best, what was learnt, then)
       ctx.deferred = { horizon = #ctx.history, best = ctx.best or false, learnt = learnt(ctx), in_flight = out,
-        n = ahead_batch(ctx, n) }
+        n = ahead_batch(ctx, n, ctx.opts.budget - (#ctx.history - 1) - #out) }
     end
     return out
   end
