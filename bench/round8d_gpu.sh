@@ -9,13 +9,7 @@ cd "$(dirname "$0")/.."
 use_bin new
 gpu_tests_logged
 row "GPU tests" "$(grep -c 'exit 0' "$T/gpu_tests.txt") of $(grep -c '^gpu ' "$T/gpu_tests.txt") exit 0"
-for seed in 9 11 5; do
-  for v in prev new; do
-    if [ $v = prev ]; then export BUSY_STRATEGY=var/prev_tune.lua; else unset BUSY_STRATEGY; fi
-    ab_row "model$seed $v" new "" --method model --seed $seed
-    unset BUSY_STRATEGY
-  done
-done
+prev_new 9 11 5
 OUT=$T/kt timeout 280 bash bench/kt_gpu/run.sh > "$T/kt.txt" 2>&1
 { echo "== KT bench"; cat "$T/kt.txt"; } >> $L
 tail -22 "$T/kt.txt" | cut -c1-260

@@ -6,11 +6,5 @@
 cd "$(dirname "$0")/.."
 . bench/round_lib.sh
 use_bin new
-for seed in ${SEEDS:-17 19 21}; do
-  for v in prev new; do
-    if [ $v = prev ]; then export BUSY_STRATEGY=var/prev_tune.lua; else unset BUSY_STRATEGY; fi
-    ab_row "model$seed $v" new "" --method model --seed $seed
-    unset BUSY_STRATEGY
-  done
-done
+prev_new ${SEEDS:-17 19 21}
 printf '%s\n' "${rows[@]}" | cut -c1-300

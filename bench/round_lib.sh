@@ -6,7 +6,8 @@
 # BUDGET OPTIONS... (a gemm_tiled tune under bench/gpu_busy.sh, timing budget 0.3 s and no
 # promotion unless OPTIONS say otherwise: its rows, its lines in L, its log as
 # $O/tune_LABEL.log; BUSY_TASK names another task); ab_row LABEL BIN NICE OPTIONS... (one run
-# of a side-by-side, its thinks and compiles summed).
+# of a side-by-side, its thinks and compiles summed); prev_new SEED... (var/prev_tune.lua
+# against the built-in tune, alternated).
 O=${OUT:-/tmp}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -98,4 +99,17 @@ ab_row() {
   { echo "== thinks $label: $th"; echo "== compiles $label: $co"; } >> "$L"
   row "  thinks, compiles" "$th; $co"
   waits_logged
+}
+# prev_new SEED...: for each seed, gemm_tiled model 100 (ab_row) with the strategy in
+# var/prev_tune.lua (BUSY_STRATEGY: a commit's strategies/tune.lua, made by the caller),
+# labelled prev, then with the built-in tune, labelled new
+prev_new() {
+  local seed v
+  for seed in "$@"; do
+    for v in prev new; do
+      if [ $v = prev ]; then export BUSY_STRATEGY=var/prev_tune.lua; else unset BUSY_STRATEGY; fi
+      ab_row "model$seed $v" new "" --method model --seed "$seed"
+      unset BUSY_STRATEGY
+    done
+  done
 }
