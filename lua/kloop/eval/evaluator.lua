@@ -492,7 +492,7 @@ function M.waits_log(text)
   local path = os.getenv("KLOOP_WAITS_LOG")
   local f = path and path ~= "" and io.open(path, "a")
   if not f then return end
-  f:write(string.format("%.3f %s\n", sys.now(), text))
+  f:write(string.format("%.4f %s\n", sys.now(), text))
   f:close()
 end
 
@@ -646,6 +646,7 @@ function Evaluator:submit(op, src, opts, extra)
   local ok, err, kind = self:start()
   if not ok then return { verdict = "launch_error", reason = err, infrastructure = true, cache_error = kind == "cache" or nil } end
   local req, result, job, code_id = self:prepare(src, opts)
+  M.waits_log("prepared") -- (benches: bench/request_gaps.py splits the gaps between requests)
   if req then
     req.op = op
     req.timing = self:timing(opts.timing)

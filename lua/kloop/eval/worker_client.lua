@@ -12,6 +12,8 @@ local taskmod = require("kloop.eval.task")
 
 local M = {}
 local W = {}
+-- (benches: KLOOP_WAITS_LOG=FILE also gets each request's send and reply)
+local WAITS_LOG = (os.getenv("KLOOP_WAITS_LOG") or "") ~= ""
 M.methods = W
 
 -- The L2 flush before each timed repetition (CUDA): every thread streams float4s of a
@@ -444,6 +446,7 @@ function W:request(req, timeout_s)
     return nil, "crashed", serr
   end
   self.sent_count = (self.sent_count or 0) + 1
+  if WAITS_LOG then require("kloop.eval.evaluator").waits_log("sent " .. tostring(req.op)) end
   return self:await(req, timeout_s)
 end
 
@@ -549,6 +552,11 @@ function W:await(req, timeout_s)
     return nil, "crashed", msg
   end
   local ok, tbl = pcall(cjson.decode, reply)
+  if WAITS_LOG and ok and type(tbl) == "table" then
+    -- (benches: the reply's arrival and the worker's own seconds on it; bench/request_gaps.py)
+    require("kloop.eval.evaluator").waits_log(string.format("reply %s %.5f", tostring(req.op),
+      tonumber(tbl.eval_seconds) or -1))
+  end
   if not ok then
     -- a Ctrl-C served inside this pcall is not the worker's fault: pass it on
     if sys.is_interrupt(tbl) then error(tbl, 0) end

@@ -557,6 +557,7 @@ function Ctx:evaluate_ready_first(list, order, strategy, protected)
   local ok, msg = protected("evaluate", function()
     while #left > 0 do
       local sok, smsg = settle_ready()
+      eval.waits_log("settled") -- (benches: bench/request_gaps.py)
       if not sok then serr = smsg return end
       if self:budget_spent() or sys.interrupted() then break end
       if prop and prop.pump then prop:pump() end
@@ -588,7 +589,9 @@ function Ctx:evaluate_ready_first(list, order, strategy, protected)
         i = table.remove(left, k)
         cand = list[i]
       end
+      eval.waits_log("chosen")
       if self.store then self.store:propose(self, cand) end
+      eval.waits_log("stored")
       local t0 = sys.now()
       local r = self:run_stages(cand)
       r.wall_seconds = r.wall_seconds or (sys.now() - t0)
