@@ -32,7 +32,7 @@ end
 -- Scans #include directives. Returns the list of quoted names (to be read from the
 -- task's folder), or nil, why. NVRTC would otherwise read any absolute host path and
 -- echo its content into the log, and logs go to the LLM.
-function M.scan_includes(source)
+local function scan_includes(source)
   local s = source:gsub("\\\r?\n", "")                          -- line continuations
   s = s:gsub("%%:", "#"):gsub("%?%?=", "#")                     -- digraph and trigraph #
   local quoted = {}
@@ -56,6 +56,30 @@ function M.scan_includes(source)
     end
   end
   return quoted
+end
+
+-- A few sources' scans and comment-stripped code, kept: a tune compiles one source under
+-- many -D sets, and the driver asks for each candidate's jobs several times (queued as a
+-- guess, counted, compiled, evaluated); a scan is about 0.1 ms of Lua per ask.
+local memo = { n = 0, scans = {}, extern_c = {} }
+local MEMO_MAX = 8
+local function remember(tbl, source, value)
+  if memo.n >= MEMO_MAX then memo.n, memo.scans, memo.extern_c = 0, {}, {} end
+  if memo.scans[source] == nil and memo.extern_c[source] == nil then memo.n = memo.n + 1 end
+  tbl[source] = value
+  return value
+end
+
+function M.scan_includes(source)
+  local hit = memo.scans[source]
+  if hit == nil then
+    local quoted, why = scan_includes(source)
+    hit = remember(memo.scans, source, quoted and { quoted = quoted } or { why = why })
+  end
+  if not hit.quoted then return nil, hit.why end
+  local copy = {}
+  for i, q in ipairs(hit.quoted) do copy[i] = q end
+  return copy
 end
 
 -- Appends a candidate's compiler options to options, each passed by check (the
@@ -87,8 +111,12 @@ end
 function M.needs_lowering(entry, src)
   if entry:find("[<:]") then return true end
   if src == nil then return false end
-  local code = src:gsub("/%*.-%*/", " "):gsub("//[^\n]*", "")
-  return not code:find('extern%s*"C"')
+  local has = memo.extern_c[src]
+  if has == nil then
+    local code = src:gsub("/%*.-%*/", " "):gsub("//[^\n]*", "")
+    has = remember(memo.extern_c, src, code:find('extern%s*"C"') ~= nil)
+  end
+  return not has
 end
 
 -- The name expression of an entry: parameters (then the source's numeric #defines)

@@ -156,6 +156,7 @@ function M.size_defines(task, size, defines)
 end
 
 -- Evaluates a size expression ("M*K", a number or a function of the sizes).
+local chunks, nchunks = {}, 0
 function M.eval_size(expr, sizes, file, field)
   if type(expr) == "number" then return expr end
   if type(expr) == "function" then
@@ -167,7 +168,17 @@ function M.eval_size(expr, sizes, file, field)
     return v
   end
   if type(expr) ~= "string" then fail(file, field, "size must be a string expression, a number or a function") end
-  local fn, err = loadstring("return " .. expr, "=" .. field)
+  -- (compiled once per expression and field: a search evaluates the task's few size
+  -- expressions at every case of every candidate; each call gets a fresh environment)
+  local ckey = field .. "\0" .. expr
+  local fn, err = chunks[ckey], nil
+  if not fn then
+    fn, err = loadstring("return " .. expr, "=" .. field)
+    if fn then
+      if nchunks >= 256 then chunks, nchunks = {}, 0 end
+      chunks[ckey], nchunks = fn, nchunks + 1
+    end
+  end
   if not fn then fail(file, field, "size expression '" .. expr .. "' does not parse: " .. err) end
   setfenv(fn, sidecar.sandbox_env(sizes))
   local ok, v = pcall(fn)
