@@ -42,6 +42,7 @@ def analyse(path):
     sent_at, last_reply, between = None, None, set()
     marks = {}
     segs = {k: [] for k in SEGMENTS}
+    largest, inside = [], []
     for t, p in events:
         kind = p[0]
         if kind == "sent":
@@ -57,7 +58,12 @@ def analyse(path):
                         at = [last_reply] + [marks[m] for m in MARKS] + [t]
                         for k, name in enumerate(SEGMENTS):
                             segs[name].append(at[k + 1] - at[k])
+                        parts = " ".join(f"{n} {1e3 * (at[k + 1] - at[k]):.1f}" for k, n in enumerate(SEGMENTS))
+                    else:
+                        parts = "(no marks)"
+                    largest.append((gap, last_reply, parts, inside))
             sent_at, between, marks = (t, p[1]), set(), {}
+            inside = []
         elif kind == "reply" and sent_at:
             trip = t - sent_at[0]
             ev = float(p[2]) if len(p) > 2 else -1
@@ -66,10 +72,13 @@ def analyse(path):
                 evals.append(ev)
                 rests.append(trip - ev)
             last_reply, sent_at, between, marks = t, None, set(), {}
+            inside = []
         elif kind in MARKS:
             marks[kind] = t
+            inside.append((t, kind))
         else:
             between.add(kind)
+            inside.append((t, " ".join(p)[:40]))
     n = len(trips)
     print(f"== {path}: {n} evaluate/screen requests")
     if not n:
@@ -82,6 +91,12 @@ def analyse(path):
     split = [(k, v) for k, v in segs.items() if v]
     if split:
         print("  plain gaps split: " + ", ".join(f"{k} {1e3 * median(v):.2f} ms ({sum(v):.3f} s)" for k, v in split))
+    t0 = events[0][0] if events else 0
+    for gap, at, parts, lines in sorted(largest, key=lambda g: -g[0])[:5]:
+        print(f"  a plain gap of {1e3 * gap:6.1f} ms at {at - t0:6.2f} s: {parts} ms")
+        for t, text in lines[:14]:
+            if not text.startswith(("compiled", "cached", "queued")):
+                print(f"      +{1e3 * (t - at):6.1f} ms  {text}")
     print(f"GAPS: {n} requests, rest {1e3 * median(rests):.2f} ms, parent {1e3 * median(gaps_plain):.2f} ms "
           f"(medians); sums rest {sum(rests):.3f} s, parent {sum(gaps_plain):.3f} s, "
           f"compile waits {sum(gaps_wait):.3f} s, thinks {sum(gaps_think):.3f} s")

@@ -98,6 +98,49 @@ extern "C" __global__ void gemm(int M, int N, int K, const float *A, const float
     req = ev:prepare(BIG, { name = "big.cu" })
     assert.is_table(req)
   end)
+
+  it("judges a fresh binary by the compiler's bytes as a cached one by its file", function()
+    -- (a source no cache has seen: compiled now, its facts taken as the compiler ends and
+    -- kept by key; then the same key found again, and one whose facts this process never
+    -- learnt, which reads the file and the log back)
+    local sys = require("kloop.core.sys")
+    local tag = "\n// static data spec " .. sys.hex64(sys.hash64(assert(sys.random_bytes(8)))) .. "\n"
+    local fresh = compile.compile(BIG .. tag, { arch = "sm_90", name = "big.cu" })
+    assert.is_true(fresh.ok, fresh.log)
+    assert.is_false(fresh.cached)
+    assert.are.equal(8 * 2^20, fresh.image_facts.static_data_bytes)
+    assert.are.equal(compile.image_id(util.read_file(fresh.cubin_path)), fresh.image_facts.id)
+    local again = compile.compile(BIG .. tag, { arch = "sm_90", name = "big.cu" })
+    assert.is_true(again.cached)
+    assert.are.equal(fresh.image_facts, again.image_facts)
+    assert.are.equal(fresh.log, again.log)
+    assert.are.same(fresh.resources, again.resources)
+    -- (each job its own resources: one changed reaches neither the facts nor the next)
+    local entry = next(again.resources)
+    assert.is_string(entry)
+    again.resources[entry].registers = -1
+    assert.are_not.equal(-1, compile.compile(BIG .. tag, { arch = "sm_90", name = "big.cu" }).resources[entry].registers)
+    local function judged()
+      local ev = eval.new(gemm_task(), { compile_background = false })
+      ev.arch = "sm_90"
+      ev.gpu = { arch = "sm_90", sm_count = 132, clock_khz = 1980000, mem_clock_khz = 2619000, mem_bus_width = 6144 }
+      local req, failed, job = ev:prepare(BIG .. tag, { name = "big.cu" })
+      assert.is_nil(req)
+      assert.matches("8%.00 MiB of static __device__ data", failed.reason)
+      return job
+    end
+    assert.is_table(judged().image_facts)
+    compile.forget_facts()
+    assert.is_nil(judged().image_facts)
+    -- (a binary gone from the cache is not taken for compiled, facts or not)
+    local gone = compile.compile(BIG .. tag .. "// gone\n", { arch = "sm_90", name = "big.cu" })
+    assert.is_true(gone.ok, gone.log)
+    os.remove(gone.cubin_path)
+    local back = compile.compile(BIG .. tag .. "// gone\n", { arch = "sm_90", name = "big.cu" })
+    assert.is_true(back.ok, back.log)
+    assert.is_false(back.cached)
+    assert.is_true(util.file_exists(back.cubin_path))
+  end)
 end)
 
 describe("kloop.eval sentinel", function()

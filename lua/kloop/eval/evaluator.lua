@@ -304,9 +304,17 @@ function Evaluator:prepare(src, opts)
   for _, b in ipairs(self:backend() == "cuda" and built or {}) do
     -- large static device data is where a kernel would keep results between launches
     local job = b.job
-    local image = util.read_file(job.cubin_path)
-    self:image_id(job, image)
-    local bytes = image and compile.static_data_bytes(image)
+    local bytes
+    if job.image_facts and job.image_facts.id then
+      -- (taken as its compiler ended: kloop.eval.compile's finish)
+      self.image_ids = self.image_ids or {}
+      if job.key then self.image_ids[job.key] = job.image_facts.id end
+      bytes = job.image_facts.static_data_bytes
+    else
+      local image = util.read_file(job.cubin_path)
+      self:image_id(job, image)
+      bytes = image and compile.static_data_bytes(image)
+    end
     local limit = self.task.static_data or M.STATIC_DATA_LIMIT
     if bytes and bytes > limit then
       return nil, { verdict = "rejected", static_data_bytes = bytes, reason = string.format(

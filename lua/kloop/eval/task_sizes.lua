@@ -156,7 +156,7 @@ function M.size_defines(task, size, defines)
 end
 
 -- Evaluates a size expression ("M*K", a number or a function of the sizes).
-local chunks, nchunks = {}, 0
+local chunks, nchunks, base_env = {}, 0, nil
 function M.eval_size(expr, sizes, file, field)
   if type(expr) == "number" then return expr end
   if type(expr) == "function" then
@@ -180,7 +180,12 @@ function M.eval_size(expr, sizes, file, field)
     end
   end
   if not fn then fail(file, field, "size expression '" .. expr .. "' does not parse: " .. err) end
-  setfenv(fn, sidecar.sandbox_env(sizes))
+  -- (the sizes over one shared sandbox: building the whole sandbox at every call cost
+  -- more than the expression)
+  base_env = base_env or sidecar.sandbox_env()
+  local env = setmetatable({}, { __index = base_env })
+  for k, v in pairs(sizes) do env[k] = v end
+  setfenv(fn, env)
   local ok, v = pcall(fn)
   if not ok or type(v) ~= "number" then
     fail(file, field, "size expression '" .. expr .. "' does not evaluate: " .. tostring(v),

@@ -947,12 +947,14 @@ function M.run(strategy, path, args)
     local tp = sys.now()
     ok, cands = protected("propose", strategy.propose, ctx)
     ctx:spend("propose", tp)
+    eval.waits_log("proposed") -- (benches: bench/request_gaps.py)
     if not ok then msg = cands break end
     if not cands or #cands == 0 then reason = "the strategy has nothing more to propose" break end
     -- compile the whole batch in parallel while nothing else needs the CPU
     local real = {}
     for _, c in ipairs(cands) do if not c.skip then real[#real + 1] = c end end
     ok, msg = protected("compile", function() ctx:queue_precompile(real, true) end)
+    eval.waits_log("batch_queued")
     if not ok then break end
     ok, msg = protected("upcoming", function() ctx:compile_ahead(strategy, #real) end)
     if not ok then break end
