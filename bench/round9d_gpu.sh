@@ -7,25 +7,7 @@
 # run with the driver's CPU sampled (KLOOP_LUAPROF). One log; a table last.
 cd "$(dirname "$0")/.."
 . bench/round_lib.sh
-gaps_row() {
-  { echo "== gaps $2"; python3 bench/request_gaps.py "$1"; } >> "$L" 2>&1
-  row "  gaps" "$(python3 bench/request_gaps.py "$1" | grep -E '^(GAPS|  plain gaps)' | sed 's/^GAPS: //; s/^  plain gaps split: /split: /' | tr '\n' ' ' | cut -c1-290)"
-}
-for seed in 7 13 21; do
-  for b in old new; do
-    ab_row "model$seed $b" "$b" "" --method model --seed "$seed"
-    gaps_row "$T/waits.log" "model$seed $b"
-  done
-done
-for i in 1 2; do
-  for b in old new; do
-    use_bin $b
-    waits_begin
-    micro_row "stencil$i $b" stencil 22
-    gaps_row "$KLOOP_WAITS_LOG" "stencil$i $b"
-    unset KLOOP_WAITS_LOG
-  done
-done
+old_new_gaps 7 13 21
 export KLOOP_LUAPROF=$T/prof.txt
 ab_row "model7 new prof" new "" --method model --seed 7
 unset KLOOP_LUAPROF

@@ -113,3 +113,30 @@ prev_new() {
     done
   done
 }
+# gaps_row LOG LABEL: bench/request_gaps.py's split of LOG (a KLOOP_WAITS_LOG) as a row,
+# the whole of it in L; KEEP_WAITS=1 appends the logs of the new model runs to $O/waits_new.log
+gaps_row() {
+  { echo "== gaps $2"; python3 bench/request_gaps.py "$1"; } >> "$L" 2>&1
+  row "  gaps" "$(python3 bench/request_gaps.py "$1" | grep -E '^(GAPS|  plain gaps)' | sed 's/^GAPS: //; s/^  plain gaps split: /split: /' | tr '\n' ' ' | cut -c1-290)"
+  if [ -n "${KEEP_WAITS:-}" ]; then case $2 in model*new) cat "$1" >> "$O/waits_new.log" ;; esac; fi
+}
+# old_new_gaps SEED...: gemm_tiled model 100 for each seed, then stencil 22 twice, each with
+# build/old/kloop then build/kloop (ab_row, micro_row), every run's requests split (gaps_row)
+old_new_gaps() {
+  local seed b i
+  for seed in "$@"; do
+    for b in old new; do
+      ab_row "model$seed $b" "$b" "" --method model --seed "$seed"
+      gaps_row "$T/waits.log" "model$seed $b"
+    done
+  done
+  for i in 1 2; do
+    for b in old new; do
+      use_bin $b
+      waits_begin
+      micro_row "stencil$i $b" stencil 22
+      gaps_row "$KLOOP_WAITS_LOG" "stencil$i $b"
+      unset KLOOP_WAITS_LOG
+    done
+  done
+}
