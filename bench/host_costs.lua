@@ -63,7 +63,7 @@ else
   rows[#rows + 1] = "(no GPU here: NVML not measured)"
 end
 
-local path = string.format("%s/host_costs_%d.db", dir, sys.pid and sys.pid() or os.time())
+local path = string.format("%s/host_costs_%d.db", dir, tonumber(sys.getpid()))
 os.remove(path)
 local db = assert(dbmod.open(path))
 assert(db:exec("CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, v TEXT)"))

@@ -11,16 +11,12 @@ cd "$(dirname "$0")/.."
 use_bin new
 { echo "== host costs"; $K bench/host_costs.lua 200 "$T"; } >> "$L" 2>&1
 row "host costs" "$(grep -E 'UUID|kl_nvml_sample|store write' "$L" | awk '{print $1, $(NF-1)}' | tr '\n' ' ')"
-gaps_row() {
-  python3 bench/request_gaps.py "$1" >> "$L" 2>&1
-  row "  gaps" "$(python3 bench/request_gaps.py "$1" | grep '^GAPS' | cut -c7-200)"
-}
 for seed in ${SEEDS:-21 7 13}; do
   for v in prev new; do
     if [ $v = prev ]; then export BUSY_STRATEGY=var/prev_tune.lua; else unset BUSY_STRATEGY; fi
     ab_row "model$seed $v" new "" --method model --seed "$seed"
     unset BUSY_STRATEGY
-    gaps_row "$T/waits.log"
+    gaps_row "$T/waits.log" "model$seed $v"
   done
 done
 fresh_cache
@@ -28,7 +24,7 @@ waits_begin
 $K tune kernels/stencil.lua --method exhaustive --budget 22 --no-store --profile none --promote off --seed 1 > "$T/t.log" 2>&1
 row "stencil 22" "$(grep -E '^run ' "$T/t.log" | sed 's/.*on //' | cut -c1-60)"
 { echo "== stencil"; cat "$T/t.log"; } >> "$L"
-gaps_row "$KLOOP_WAITS_LOG"
+gaps_row "$KLOOP_WAITS_LOG" stencil
 cp "$KLOOP_WAITS_LOG" "$O/waits_stencil.log"
 unset KLOOP_WAITS_LOG
 fresh_cache

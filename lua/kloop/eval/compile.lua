@@ -328,13 +328,15 @@ M.FACTS_MAX = 20000
 -- (another process's binaries, as in a run that starts on a warm cache: tests)
 function M.forget_facts() facts, nfacts = {}, 0 end
 
-local function finish(job, ok, log, cubin, seconds, cached)
+-- known: the facts of this binary (cached: its log and resources from them, not parsed again)
+local function finish(job, ok, log, cubin, seconds, cached, known)
   job.done = true
   job.ok = ok
   job.log = log or ""
   job.seconds = seconds
   job.cached = cached
-  job.resources = M.parse_resources(job.log)
+  job.resources = known and copy_resources(known.resources) or M.parse_resources(job.log)
+  job.image_facts = known
   job.cubin_path = ok and select(2, cache_paths(job.key)) or nil
   if cubin and ok then
     job.cubin_bytes = #cubin
@@ -356,9 +358,7 @@ local function try_cache(job)
   local _, cpath, lpath, npath = cache_paths(job.key)
   local known = job.key and facts[job.key]
   if known and #(job.name_exprs or {}) == 0 and util.file_exists(cpath) then
-    job.done, job.ok, job.log, job.seconds, job.cached = true, true, known.log, 0, true
-    job.resources = copy_resources(known.resources)
-    job.cubin_path, job.image_facts = cpath, known
+    finish(job, true, known.log, nil, 0, true, known)
     return true
   end
   local log = util.read_file(lpath)

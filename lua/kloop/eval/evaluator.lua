@@ -304,17 +304,12 @@ function Evaluator:prepare(src, opts)
   for _, b in ipairs(self:backend() == "cuda" and built or {}) do
     -- large static device data is where a kernel would keep results between launches
     local job = b.job
-    local bytes
-    if job.image_facts and job.image_facts.id then
-      -- (taken as its compiler ended: kloop.eval.compile's finish)
-      self.image_ids = self.image_ids or {}
-      if job.key then self.image_ids[job.key] = job.image_facts.id end
-      bytes = job.image_facts.static_data_bytes
-    else
-      local image = util.read_file(job.cubin_path)
-      self:image_id(job, image)
-      bytes = image and compile.static_data_bytes(image)
-    end
+    -- (what the binary is, taken as its compiler ended where this process compiled it:
+    -- kloop.eval.compile's facts; else read back from the cache)
+    local facts = job.image_facts
+    local image = not facts and util.read_file(job.cubin_path)
+    self:image_id(job, image or nil)
+    local bytes = facts and facts.static_data_bytes or (image and compile.static_data_bytes(image))
     local limit = self.task.static_data or M.STATIC_DATA_LIMIT
     if bytes and bytes > limit then
       return nil, { verdict = "rejected", static_data_bytes = bytes, reason = string.format(
@@ -340,7 +335,7 @@ function Evaluator:image_id(job, image)
   self.image_ids = self.image_ids or {}
   local id = job.key and self.image_ids[job.key]
   if id then return id end
-  id = compile.image_id(image or util.read_file(job.cubin_path or ""))
+  id = job.image_facts and job.image_facts.id or compile.image_id(image or util.read_file(job.cubin_path or ""))
   if id and job.key then self.image_ids[job.key] = id end
   return id
 end
@@ -496,9 +491,12 @@ function Evaluator:count_wait(state, seconds, job, label)
 end
 
 -- A line appended to KLOOP_WAITS_LOG (benches), after the time now; nothing without it.
+-- (the variable read once: the driver marks every step of its evaluation loop)
+local WAITS_LOG = os.getenv("KLOOP_WAITS_LOG")
+if WAITS_LOG == "" then WAITS_LOG = nil end
 function M.waits_log(text)
-  local path = os.getenv("KLOOP_WAITS_LOG")
-  local f = path and path ~= "" and io.open(path, "a")
+  if not WAITS_LOG then return end
+  local f = io.open(WAITS_LOG, "a")
   if not f then return end
   f:write(string.format("%.4f %s\n", sys.now(), text))
   f:close()
