@@ -58,6 +58,13 @@ describe("kloop.eval.compile background jobs", function()
   -- waits for no guess, and the guesses running stay (they yield the CPU: GUESS_NICE)
   it("starts a queued urgent job when an urgent one ends, whatever guesses run", function()
     local bg = compile.background
+    -- (every compile is seen as still running while the slots are counted: a real one
+    -- ending early would free a slot of its own and start a queued job, whatever the
+    -- test dropped; the stub is the module's poll, restored after)
+    local nvrtc = require("kloop.core.nvrtc")
+    local real_poll = nvrtc.poll
+    nvrtc.poll = function() return "running" end
+    finally(function() nvrtc.poll = real_poll end)
     compile.run(jobs("r", 16), { background = true, parallel = 8 })
     local cap = 8 - compile.URGENT_RESERVE
     local batch = jobs("now", 8 + 2)
