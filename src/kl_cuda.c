@@ -169,6 +169,7 @@ int kl_cuda_info(int device, kl_gpu_info *info, kl_err *err) {
     {&info->mem_clock_khz, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE},
     {&info->mem_bus_width, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH},
     {&info->warp_size, CU_DEVICE_ATTRIBUTE_WARP_SIZE},
+    {&info->compute_mode, CU_DEVICE_ATTRIBUTE_COMPUTE_MODE},
   };
   for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++)
     if (d.DeviceGetAttribute(attrs[i].out, attrs[i].a, dev) != CUDA_SUCCESS) *attrs[i].out = -1;

@@ -81,6 +81,7 @@ typedef struct kl_gpu_info {
   int mem_clock_khz;
   int mem_bus_width;
   int warp_size;
+  int compute_mode; /* CUcomputemode: 0 default, 2 prohibited, 3 exclusive-process; -1 unknown */
   size_t total_mem;
   char uuid[48];
 } kl_gpu_info;

@@ -81,6 +81,44 @@ describe("Evaluator:first_ready", function()
     assert.are.equal(1, again)
     assert.is_true(math.abs((ev.spent.compile - w) - (sys.now() - t0)) < 0.02)
   end)
+  -- idle_job: work that needs the GPU idle (the driver's library reference) runs in a
+  -- compile wait, once it says it ran; never where a binary is ready (no wait), and its
+  -- time is not counted as compiling
+  it("runs an idle job in a compile wait until it says it ran, its time not compiling's", function()
+    local ev = evaluator()
+    local calls, ran = 0, 0
+    ev.idle_job = function()
+      calls = calls + 1
+      if calls == 1 then return false end -- (not ready at the first wait: tried again)
+      ran = ran + 1
+      local t = sys.now()
+      while sys.now() - t < 0.3 do end
+      return true
+    end
+    local ca, cb, cc = cand(10), cand(11), cand(12)
+    ev:queue_compiles({ ca })
+    assert.are.equal(1, ev:first_ready({ ca }))
+    assert.are.equal(1, calls)
+    assert.are.equal(0, ran)
+    assert.is_function(ev.idle_job, "a job that did not run was dropped")
+    -- a ready binary: no wait, the job is not asked
+    assert.are.equal(1, ev:first_ready({ ca }))
+    assert.are.equal(1, calls)
+    ev:queue_compiles({ cb })
+    local w0 = ev.spent.compile or 0
+    local t0 = sys.now()
+    assert.are.equal(1, ev:first_ready({ cb }))
+    local wall = sys.now() - t0
+    assert.are.equal(1, ran)
+    assert.is_nil(ev.idle_job, "a job that ran stays")
+    assert.is_true(wall >= 0.3)
+    assert.is_true((ev.spent.compile - w0) < wall - 0.25,
+      string.format("the job's time was counted as compiling (%.2f of %.2f s)", ev.spent.compile - w0, wall))
+    ev:queue_compiles({ cc })
+    assert.are.equal(1, ev:first_ready({ cc }))
+    assert.are.equal(2, calls, "a job that ran was asked again")
+  end)
+
   -- sliced (kloop.search.slice): the wait steps the think between looks at the binaries,
   -- so a binary that is ready runs at once, with the rest of the think left for the
   -- requests after it; where none is ready before the think ends, what it names is

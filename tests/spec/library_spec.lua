@@ -149,6 +149,7 @@ describe("kloop.eval.library", function()
         local proc = require("kloop.core.proc")
         local mode, mark = %q, %q
         if mode == "die" then os.exit(3) end
+        if mode == "slow" then local t = os.clock() + 0.5 while os.clock() < t do end end
         proc.chan_send(4, '{"ready":true}')
         local word = proc.chan_recv(3)
         if not word then os.exit(4) end
@@ -188,6 +189,66 @@ describe("kloop.eval.library", function()
       os.remove(mark)
       assert.is_nil(c.library_child)
       assert.are.equal(1, #rec)
+    end)
+
+    -- the driver's idle job asks is_ready at each compile wait: it must never wait for a
+    -- child still loading cuBLAS, and the ready reply it reads must not be lost
+    it("says whether the child is ready without waiting, and finishes on the reply it read", function()
+      local mark = os.tmpname()
+      os.remove(mark)
+      local c = ctx(task, {})
+      library.early(c, { argv = fake(mark, "slow") })
+      local t0 = sys.now()
+      assert.is_false(library.is_ready(c.library_child))
+      assert.is_true(sys.now() - t0 < 0.1, "is_ready waited")
+      local t1 = sys.now()
+      while not library.is_ready(c.library_child) and sys.now() - t1 < 20 do c.library_child.proc:ready(0.01) end
+      assert.is_true(library.is_ready(c.library_child))
+      assert.is_true(library.is_ready(c.library_child), "asked twice, the reply it read was lost")
+      local r = library.at_start(c, { timeout_s = 5 })
+      assert.are.equal(1.5, r and r.library_ms)
+      assert.are.same({ "go" }, words(mark))
+      os.remove(mark)
+      -- a child that died before ready: ready (nothing to wait for), and finish says so
+      local d = ctx(task, {})
+      library.early(d, { argv = fake(mark, "die") })
+      local t2 = sys.now()
+      while not library.is_ready(d.library_child) and sys.now() - t2 < 20 do d.library_child.proc:ready(0.01) end
+      local r2, msg = library.at_start(d, { timeout_s = 1 })
+      assert.is_nil(r2)
+      assert.truthy(msg:find("the timing child", 1, true), msg)
+    end)
+
+    -- the driver's end of a run (kloop.search.driver Ctx:end_library): a reference no
+    -- compile wait measured is measured once the search is done, its time the run's
+    -- library; an interrupted run stops the child, measuring nothing
+    it("is measured at the end of a done run, and not at the end of an interrupted one", function()
+      local Ctx = require("kloop.search.driver").Ctx
+      local mark = os.tmpname()
+      os.remove(mark)
+      local function run_ctx(rec)
+        local c = setmetatable(ctx(task, rec), { __index = Ctx })
+        c.ev = { idle_job = function() return false end }
+        library.early(c, { argv = fake(mark) })
+        return c
+      end
+      local rec = {}
+      local c = run_ctx(rec)
+      local pid = c.library_child.proc.pid
+      c:end_library("interrupted")
+      assert.is_nil(c.library_child)
+      assert.is_false(alive(pid), "the child outlived an interrupted run")
+      assert.are.same({}, words(mark), "an interrupted run let the child time")
+      assert.are.equal(0, #rec)
+      c = run_ctx(rec)
+      c:end_library("done")
+      assert.is_nil(c.library_child)
+      assert.is_nil(c.ev.idle_job, "the idle job outlived the run")
+      assert.are.same({ "go" }, words(mark))
+      assert.are.equal(1, #rec)
+      assert.are.equal(1.5, rec[1][2].library_ms)
+      assert.is_true(c.spent.library > 0)
+      os.remove(mark)
     end)
 
     it("says a child that died, or that stalls after its go, and the search goes on", function()

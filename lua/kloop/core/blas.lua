@@ -34,8 +34,9 @@ end
 
 -- Opens CUDA on device, cuBLAS on its context, and A[m,k], B[k,n], C[m,n] on the
 -- device with random data: a Gemm, or nil, msg. opts.defer_open: only cuBLAS's library
--- is loaded and the inputs drawn on the host; CUDA is not touched (no context, which a
--- GPU in exclusive-process mode would give to this process alone) until Gemm:open().
+-- is loaded, the inputs drawn on the host and the driver started (cuInit); no context is
+-- made (which a GPU in exclusive-process mode would give to this process alone) until
+-- Gemm:open().
 function M.gemm(m, n, k, device, opts)
   local ok, msg = check(C.kl_blas_load(err))
   if not ok then return nil, msg end
@@ -44,21 +45,38 @@ function M.gemm(m, n, k, device, opts)
     self.host[i] = random_floats(i == 1 and m * k or k * n, 17 + i)
     if not self.host[i] then return nil, "out of host memory for the gemm's inputs" end
   end
-  if opts and opts.defer_open then return self end
+  if opts and opts.defer_open then
+    -- (the driver's own start, cuInit, takes no context: a GPU in exclusive-process mode
+    -- stays the worker's; open then only makes the context. A failure here is open's to say)
+    local t = require("kloop.core.sys").now()
+    C.kl_cuda_info(self.device, ffi.new("kl_gpu_info"), err)
+    self.init_s = require("kloop.core.sys").now() - t
+    return self
+  end
   return self:open()
 end
 
 -- The CUDA side of M.gemm: the context, the cuBLAS handle, the three buffers with the
 -- inputs copied, two events: the Gemm, or nil, msg (closed).
-function Gemm:open()
+-- phases (optional): gets cuda_s, blas_s and upload_s, the seconds of each step.
+function Gemm:open(phases)
+  local now = require("kloop.core.sys").now
+  phases = phases or {}
+  local t = now()
   local ok, msg = check(C.kl_cuda_init(self.device, err)) -- kl_cuda_init loads the driver
   if not ok then return nil, msg end
+  phases.cuda_s = now() - t
+  t = now()
   local h, ver, mode = ffi.new("void*[1]"), ffi.new("int[1]"), ffi.new("int[1]")
   ok, msg = check(C.kl_blas_create(h, ver, mode, err))
   if not ok then return nil, msg end
   self.handle, self.version, self.math_mode = h[0], ver[0], mode[0]
   self.path = ffi.string(C.kl_blas_path())
-  return self:upload()
+  phases.blas_s = now() - t
+  t = now()
+  local g, uerr = self:upload()
+  phases.upload_s = now() - t
+  return g, uerr
 end
 
 -- The buffers allocated, the inputs copied, two events: the Gemm, or nil, msg (closed).

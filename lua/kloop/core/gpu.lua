@@ -8,6 +8,8 @@ local ffi, C = cffi.ffi, cffi.C
 local M = {}
 
 -- A kl_gpu_info (filled by the probe or by the worker's kl_cuda_info) as a table.
+M.COMPUTE_MODES = { [0] = "default", [2] = "prohibited", [3] = "exclusive_process" }
+
 function M.from_info(info)
   return {
     driver_version = info.driver_version,
@@ -26,6 +28,8 @@ function M.from_info(info)
     mem_clock_khz = info.mem_clock_khz,
     mem_bus_width = info.mem_bus_width,
     warp_size = info.warp_size,
+    -- (a timing child beside the worker needs "default": kloop.eval.library)
+    compute_mode = M.COMPUTE_MODES[info.compute_mode] or "unknown",
     total_mem = tonumber(info.total_mem),
     uuid = ffi.string(info.uuid),
   }

@@ -507,7 +507,8 @@ end
 -- them is pending in the background (it compiles when evaluated). While every one is
 -- still compiling or queued, waits for the first to finish, reading the compilers (the
 -- wait counts as compiling, one binary waited for; the strategy's think, when armed,
--- runs at its start, its time counted as think). more (optional): a function giving
+-- runs at its start, its time counted as think; so does self.idle_job, a function that
+-- needs the GPU idle, until it says it ran). more (optional): a function giving
 -- further candidates, asked only when all of cands are still compiling, and appended
 -- to cands, which the index then counts in. Ctrl-C ends the wait.
 function Evaluator:first_ready(cands, more)
@@ -538,6 +539,9 @@ function Evaluator:first_ready(cands, more)
       if not t0 then
         -- (the CPU is idle in this wait as well, and what think returns compiles sooner)
         self:fire_think()
+        -- (and the GPU: a job that needs it idle, once it runs, counted as its own:
+        -- kloop.search.driver's library reference)
+        if self.idle_job and self.idle_job() then self.idle_job = nil end
         t0 = sys.now()
       end
       -- (past a compile's deadline something is amiss: the evaluation's own wait decides)

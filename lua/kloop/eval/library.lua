@@ -67,24 +67,32 @@ end
 -- closed) ends the child.
 function M.child(call, m, n, k, warmup, reps)
   local proc, stats = require("kloop.core.proc"), require("kloop.eval.stats")
+  local sys = require("kloop.core.sys")
   local reply
+  -- (phases: seconds of each step after the go, for benches: the GPU idles through them)
+  local phases, t = {}, sys.now()
   local g, msg = require("kloop.core.blas").gemm(m, n, k, 0, { defer_open = true })
   if g then
+    phases.init_s = g.init_s
     proc.chan_send(4, cjson.encode({ ready = true }))
     if not proc.chan_recv(3) then g:close() return end
-    g, msg = g:open()
+    t = sys.now()
+    g, msg = g:open(phases)
   end
   if not g then
     reply = { error = msg }
   else
+    local t1 = sys.now()
     local times, terr = g:time(warmup, reps)
+    phases.time_s = sys.now() - t1
+    phases.after_go_s = sys.now() - t
     if not times then
       reply = { error = terr }
     else
       local med, lo, hi = stats.median_ci(times)
       reply = { ok = true, call = call, median_ms = med, ci = { lo, hi }, n = #times,
         math_mode = g.math_mode == 0 and "default (fp32, no TF32)" or ("mode " .. g.math_mode),
-        version = g.version, path = g.path }
+        version = g.version, path = g.path, phases = phases }
     end
     g:close()
   end
@@ -127,7 +135,12 @@ end
 -- gone after. opts.timeout_s: for each of the two replies.
 function M.finish(h, opts)
   local timeout = (opts and opts.timeout_s) or M.TIMEOUT_S
-  local r, err = reply_of(h, timeout)
+  local r, err
+  if h.first or h.first_err then
+    r, err, h.first, h.first_err = h.first, h.first_err, nil, nil -- (read by M.is_ready)
+  else
+    r, err = reply_of(h, timeout)
+  end
   if r and r.ready then
     if not h.proc:send("go") then h.proc:kill() return nil, "the timing child is gone" end
     r, err = reply_of(h, timeout)
@@ -137,7 +150,18 @@ function M.finish(h, opts)
   if not r.ok then return nil, tostring(r.error or "the timing child failed") end
   if type(r.median_ms) ~= "number" or not (r.median_ms > 0) then return nil, "the timing child's time is not positive" end
   return { library = h.lib.name, library_ms = r.median_ms, library_ci = r.ci, library_math = r.math_mode,
-    library_version = r.version, library_size = table.concat(h.dims, "x") }
+    library_version = r.version, library_size = table.concat(h.dims, "x"),
+    library_phases = type(r.phases) == "table" and r.phases or nil }
+end
+
+-- Whether a begun child has said it is ready, or has ended, so that M.finish waits for
+-- no cuBLAS load; does not wait (the first reply read is kept for M.finish).
+function M.is_ready(h)
+  if h.first or h.first_err then return true end
+  if not h.proc:ready(0) then return false end
+  h.first, h.first_err = reply_of(h, 1)
+  if not h.first and not h.first_err then h.first_err = "the timing child gave no reply" end
+  return true
 end
 
 -- Stops a begun child that will not be finished (a run that ends before it).
@@ -244,6 +268,15 @@ function M.at_start(ctx, opts)
       M.abandon(h)
       if sys.is_interrupt(r) then error(r, 0) end
       r, merr = nil, tostring(r)
+    end
+    if r and r.library_phases then
+      -- (the child's steps after its go, for benches: bench/request_gaps.py; not kept)
+      local ph, parts = r.library_phases, {}
+      for _, k in ipairs({ "init_s", "cuda_s", "blas_s", "upload_s", "time_s", "after_go_s" }) do
+        if type(ph[k]) == "number" then parts[#parts + 1] = string.format("%s %.4f", k, ph[k]) end
+      end
+      require("kloop.eval.evaluator").waits_log("library " .. table.concat(parts, " "))
+      r.library_phases = nil
     end
     if r and file then
       util.mkdir_p(dir)

@@ -237,6 +237,42 @@ function Ctx:spend(what, t0)
   self.spent[what] = (self.spent[what] or 0) + (sys.now() - t0)
 end
 
+-- The task's library reference (kloop.eval.library.at_start), measured now, its time
+-- counted as library: a failure is said in one line and the search goes on; Ctrl-C
+-- still stops the run.
+function Ctx:measure_library()
+  local tl = sys.now()
+  local ok, err = pcall(require("kloop.eval.library").at_start, self)
+  self:spend("library", tl)
+  if not ok then
+    if sys.is_interrupt(err) then error(err, 0) end
+    util.eprintf("kloop: library: %s; the search goes on\n", tostring(err))
+  end
+end
+
+-- At the run's end, the worker closed: the library reference that no compile wait
+-- measured, where the run is done (an interrupted or failed run says it was not
+-- measured, and its child goes).
+function Ctx:end_library(status)
+  local h = self.library_child
+  if not h then return end
+  self.ev.idle_job = nil
+  if status ~= "done" then
+    local library = require("kloop.eval.library")
+    library.abandon(h)
+    self.library_child = nil
+    util.eprintf("kloop: library: %s not measured (the run %s before it)\n", self.task.library.name,
+      status == "interrupted" and "was interrupted" or "failed")
+    return
+  end
+  local ok, err = pcall(self.measure_library, self)
+  if not ok then
+    require("kloop.eval.library").abandon(self.library_child)
+    self.library_child = nil
+    util.eprintf("kloop: library: %s not measured (%s)\n", self.task.library.name, tostring(err))
+  end
+end
+
 -- A strategy asks for the full protocol on a candidate that was only screened (its
 -- screen was outside the margin): the full result replaces cand.result (the screen's
 -- summary kept as result.screen), is stored as the candidate's newest evaluation, and
@@ -913,14 +949,26 @@ function M.run(strategy, path, args)
     util.eprintf("kloop: the task's own kernel failed (%s: %s); speedups are not defined\n",
       ctx.baseline.result.verdict, ctx.baseline.result.reason or "")
   end
-  -- the library's time for the same work (the report's reference line), measured once
+  -- the library's time for the same work (the report's reference line), measured once:
+  -- a timing child begun with the worker times where the GPU idles anyway, at the first
+  -- compile wait that finds it ready (beside the worker's context: a GPU in the default
+  -- compute mode only), else after the search with the worker closed (ctx:end_library);
+  -- one kept from an earlier run, or one with no child begun, now
   if ok and task.library then
-    local tl = sys.now()
-    ok, msg = protected("library", library.at_start, ctx)
-    ctx:spend("library", tl)
+    if ctx.library_child and not ctx.pool then
+      if ctx.gpu and ctx.gpu.compute_mode == "default" then
+        ctx.ev.idle_job = function()
+          if not (ctx.library_child and library.is_ready(ctx.library_child)) then return false end
+          ctx:measure_library()
+          return true
+        end
+      end
+    else
+      ctx:measure_library()
+    end
   end
   -- (a run that ended before the reference was timed: its child goes)
-  if ctx.library_child then library.abandon(ctx.library_child) ctx.library_child = nil end
+  if not ok and ctx.library_child then library.abandon(ctx.library_child) ctx.library_child = nil end
   -- the loop itself runs protected too: Ctrl-C can land between two hook calls
   local okloop, lerr = xpcall(function()
   -- results that ran to their end but had not settled when kloop was killed (stored
@@ -1064,6 +1112,7 @@ function M.run(strategy, path, args)
     ctx.ev:close()
   end)
   if not okc then util.eprintf("kloop: closing the worker: %s\n", tostring(cmsg)) end
+  ctx:end_library(status)
   if status == "done" and opts.promote == "auto" then ctx:promote_best() end
   if ctx.store then
     local stored
