@@ -48,9 +48,10 @@ function M.gemm(m, n, k, device, opts)
   if opts and opts.defer_open then
     -- (the driver's own start, cuInit, takes no context: a GPU in exclusive-process mode
     -- stays the worker's; open then only makes the context. A failure here is open's to say)
-    local t = require("kloop.core.sys").now()
+    local now = require("kloop.core.sys").now
+    local t = now()
     C.kl_cuda_info(self.device, ffi.new("kl_gpu_info"), err)
-    self.init_s = require("kloop.core.sys").now() - t
+    self.init_s = now() - t
     return self
   end
   return self:open()

@@ -149,9 +149,16 @@ function M.finish(h, opts)
   if not r then return nil, err end
   if not r.ok then return nil, tostring(r.error or "the timing child failed") end
   if type(r.median_ms) ~= "number" or not (r.median_ms > 0) then return nil, "the timing child's time is not positive" end
+  if type(r.phases) == "table" then
+    -- (the child's steps, for benches: KLOOP_WAITS_LOG; not part of the measurement)
+    local parts = {}
+    for _, k in ipairs({ "init_s", "cuda_s", "blas_s", "upload_s", "time_s", "after_go_s" }) do
+      if type(r.phases[k]) == "number" then parts[#parts + 1] = string.format("%s %.4f", k, r.phases[k]) end
+    end
+    require("kloop.eval.evaluator").waits_log("library " .. table.concat(parts, " "))
+  end
   return { library = h.lib.name, library_ms = r.median_ms, library_ci = r.ci, library_math = r.math_mode,
-    library_version = r.version, library_size = table.concat(h.dims, "x"),
-    library_phases = type(r.phases) == "table" and r.phases or nil }
+    library_version = r.version, library_size = table.concat(h.dims, "x") }
 end
 
 -- Whether a begun child has said it is ready, or has ended, so that M.finish waits for
@@ -268,15 +275,6 @@ function M.at_start(ctx, opts)
       M.abandon(h)
       if sys.is_interrupt(r) then error(r, 0) end
       r, merr = nil, tostring(r)
-    end
-    if r and r.library_phases then
-      -- (the child's steps after its go, for benches: bench/request_gaps.py; not kept)
-      local ph, parts = r.library_phases, {}
-      for _, k in ipairs({ "init_s", "cuda_s", "blas_s", "upload_s", "time_s", "after_go_s" }) do
-        if type(ph[k]) == "number" then parts[#parts + 1] = string.format("%s %.4f", k, ph[k]) end
-      end
-      require("kloop.eval.evaluator").waits_log("library " .. table.concat(parts, " "))
-      r.library_phases = nil
     end
     if r and file then
       util.mkdir_p(dir)

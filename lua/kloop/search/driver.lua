@@ -251,25 +251,21 @@ function Ctx:measure_library()
 end
 
 -- At the run's end, the worker closed: the library reference that no compile wait
--- measured, where the run is done (an interrupted or failed run says it was not
--- measured, and its child goes).
+-- measured, where the run is done; an interrupted or failed run says it was not
+-- measured, and its child goes (the one place a begun child that never timed is dropped).
 function Ctx:end_library(status)
-  local h = self.library_child
-  if not h then return end
+  if not self.library_child then return end
   self.ev.idle_job = nil
-  if status ~= "done" then
-    local library = require("kloop.eval.library")
-    library.abandon(h)
-    self.library_child = nil
-    util.eprintf("kloop: library: %s not measured (the run %s before it)\n", self.task.library.name,
-      status == "interrupted" and "was interrupted" or "failed")
-    return
+  local why = status ~= "done" and (status == "interrupted" and "the run was interrupted before it"
+    or "the run failed before it")
+  if not why then
+    local ok, err = pcall(self.measure_library, self) -- (only an interrupt is raised)
+    why = not ok and tostring(err)
   end
-  local ok, err = pcall(self.measure_library, self)
-  if not ok then
+  if why then
     require("kloop.eval.library").abandon(self.library_child)
     self.library_child = nil
-    util.eprintf("kloop: library: %s not measured (%s)\n", self.task.library.name, tostring(err))
+    util.eprintf("kloop: library: %s not measured (%s)\n", self.task.library.name, why)
   end
 end
 
@@ -967,8 +963,6 @@ function M.run(strategy, path, args)
       ctx:measure_library()
     end
   end
-  -- (a run that ended before the reference was timed: its child goes)
-  if not ok and ctx.library_child then library.abandon(ctx.library_child) ctx.library_child = nil end
   -- the loop itself runs protected too: Ctrl-C can land between two hook calls
   local okloop, lerr = xpcall(function()
   -- results that ran to their end but had not settled when kloop was killed (stored
