@@ -24,6 +24,8 @@ local cjson = require("cjson")
 
 local seeds, methods, batch, only, json_out, budgets = 20, { "model", "random", "anneal" }, 4, nil, nil, nil
 local ahead, lag, fill = 16, "on", 0
+-- (LEAD_DEPTH: see the run loop; the share printed after each row)
+local lead_depth, lead_hits, lead_n = tonumber(os.getenv("LEAD_DEPTH") or "0"), 0, 0
 local picks_out
 local surrogate = require("kloop.search.surrogate")
 local i = 1
@@ -124,9 +126,17 @@ local function run(land, method, seed, budget)
   local evaluated, best = 0, math.huge
   local guessed, hits, after_first = nil, 0, 0
   local picked = {}
+  local guesses = {}
   while evaluated < budget do
     local cands = strategy.propose(ctx)
     if #cands == 0 then break end
+    if lead_depth > 0 and #guesses >= 2 then
+      local g2 = guesses[#guesses - 1]
+      for _, c in ipairs(cands) do
+        lead_n = lead_n + 1
+        if g2[tune.key(c.defines)] then lead_hits = lead_hits + 1 end
+      end
+    end
     if guessed then
       for _, c in ipairs(cands) do
         after_first = after_first + 1
@@ -140,6 +150,13 @@ local function run(land, method, seed, budget)
     -- and its think call, during the batch's first evaluation: what it returns compiles too
     local thought = strategy.think and strategy.think(ctx) or {}
     for _, c in ipairs(thought) do guessed[tune.key(c.defines)] = true end
+    -- LEAD_DEPTH=D: the guess the driver queues after think (up to D past think's batch),
+    -- kept per step, to count how many picks a guess named two steps before their batch
+    if lead_depth > 0 and strategy.upcoming then
+      local g = {}
+      for _, c in ipairs(strategy.upcoming(ctx, #thought + lead_depth)) do g[tune.key(c.defines)] = true end
+      guesses[#guesses + 1] = g
+    end
     -- --fill K: the worst case of the driver's filling, every batch waiting: the spares
     -- think offers (at most K) run after the batch, within the room its next one leaves
     -- (FILL_PICK=random: whichever of the offered are compiled first, modelled as a
@@ -193,19 +210,25 @@ for _, land in ipairs(landscapes) do
         if best <= 1.02 * opt then within = within + 1 end
       end
       table.sort(ratios)
-      rows[#rows + 1] = string.format("%-24s %6d %6d  %-8s %5.0f%%  %8.4f  %8.4f  %6.1f  %6.0f%%  %6.2f s", land.name, #all, budget,
-        method, 100 * within / seeds, ratios[math.ceil(seeds / 2)], ratios[seeds], used / seeds,
+      local mean = 0
+      for _, r in ipairs(ratios) do mean = mean + r / seeds end
+      rows[#rows + 1] = string.format("%-24s %6d %6d  %-8s %5.0f%%  %8.4f  %8.4f  %8.4f  %6.1f  %6.0f%%  %6.2f s", land.name, #all, budget,
+        method, 100 * within / seeds, ratios[math.ceil(seeds / 2)], mean, ratios[seeds], used / seeds,
         later > 0 and 100 * hits / later or 0, os.clock() - t0)
       raw[#raw + 1] = { landscape = land.name, points = #all, budget = budget, method = method, seeds = seeds,
-        within_2pct = within / seeds, median_ratio = ratios[math.ceil(seeds / 2)], worst_ratio = ratios[seeds],
+        within_2pct = within / seeds, median_ratio = ratios[math.ceil(seeds / 2)], mean_ratio = mean, worst_ratio = ratios[seeds],
         mean_evaluations = used / seeds, guessed = later > 0 and hits / later or nil }
+      if lead_depth > 0 then
+        rows[#rows] = rows[#rows] .. string.format("  lead %d: %.0f%% of %d", lead_depth, 100 * lead_hits / math.max(1, lead_n), lead_n)
+        lead_hits, lead_n = 0, 0
+      end
       io.stderr:write(rows[#rows], "\n")
     end
     end
   end
 end
-print(string.format("%-24s %6s %6s  %-8s %6s  %8s  %8s  %6s  %7s  %8s", "landscape", "valid", "budget", "method", "<=2%",
-  "median", "worst", "evals", "guessed", "cpu"))
+print(string.format("%-24s %6s %6s  %-8s %6s  %8s  %8s  %8s  %6s  %7s  %8s", "landscape", "valid", "budget", "method", "<=2%",
+  "median", "mean", "worst", "evals", "guessed", "cpu"))
 for _, r in ipairs(rows) do print(r) end
 io.stdout:flush()
 if json_out then util.write_file(json_out, cjson.encode(raw)) end

@@ -331,14 +331,43 @@ describe("one worker: compiled candidates first, settled in proposal order", fun
     assert.is_true(ev.queued[1].urgent)
     assert.is_falsy(ev.queued[2].urgent)
     assert.are.same({ "g1", "g2" }, { ev.queued[2].list[1].source, ev.queued[2].list[2].source })
-    -- room after this batch (4) and the chosen one (2): 10 - 4 - 2, at most the compilers
+    -- room after this batch (4) and the chosen one (2): 10 - 4 - 2, at most the compilers,
+    -- asked past the chosen batch (upcoming names it first)
     local room = math.min(4, require("kloop.eval.compile").default_parallel)
-    assert.are.same({ room }, asked)
+    assert.are.same({ room + 2 }, asked)
     -- think with nothing to choose queues nothing more
     function S.think() return nil end
     ctx:arm_think(S, 4)
     ev.on_sent()
     assert.are.equal(2, #ev.queued)
-    assert.are.same({ room }, asked)
+    assert.are.same({ room + 2 }, asked)
+  end)
+
+  -- upcoming names think's batch first (what propose gives next): the guesses queued are
+  -- the room's worth past it, not the room less that batch (fails before: n1 and n2, the
+  -- chosen batch again, in the room)
+  it("queues a room's worth of guesses past the batch think chose", function()
+    local ev = fake_ev({}, {})
+    ev.arch = "sm_90"
+    ev.queued = {}
+    function ev:queue_compiles(list, urgent) self.queued[#self.queued + 1] = { list = list, urgent = urgent } end
+    local ctx = ctx_with(ev, { budget = 10 })
+    ctx.history[1] = { source = "base", proposer = "baseline", result = OK(4) }
+    local S = {}
+    function S.think() return cands("n1", "n2") end
+    function S.upcoming(_, n)
+      local all = cands("n1", "n2", "g1", "g2", "g3", "g4", "g5", "g6")
+      for i = #all, n + 1, -1 do all[i] = nil end
+      return all
+    end
+    ctx:arm_think(S, 4)
+    ev.on_sent()
+    assert.are.equal(2, #ev.queued)
+    local got = {}
+    for _, c in ipairs(ev.queued[2].list) do got[#got + 1] = c.source end
+    -- (the room, 4, at most the compilers at once: a machine of 2 cores guesses 2)
+    local want = {}
+    for i = 1, math.min(4, require("kloop.eval.compile").default_parallel) do want[i] = "g" .. i end
+    assert.are.same(want, got)
   end)
 end)
