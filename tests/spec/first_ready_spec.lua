@@ -81,15 +81,17 @@ describe("Evaluator:first_ready", function()
     assert.are.equal(1, again)
     assert.is_true(math.abs((ev.spent.compile - w) - (sys.now() - t0)) < 0.02)
   end)
-  -- idle_job: work that needs the GPU idle (the driver's library reference) runs in a
-  -- compile wait, once it says it ran; never where a binary is ready (no wait), and its
-  -- time is not counted as compiling
-  it("runs an idle job in a compile wait until it says it ran, its time not compiling's", function()
+  -- idle_job: work that needs the GPU idle (the driver's library reference) is asked in
+  -- a compile wait, with the seconds the wait is expected to last still, again and again
+  -- until it says it ran; never where a binary is ready (no wait), and its time is not
+  -- counted as compiling
+  it("asks an idle job through a compile wait until it says it ran, its time not compiling's", function()
     local ev = evaluator()
-    local calls, ran = 0, 0
-    ev.idle_job = function()
+    local calls, ran, willing, lefts = 0, 0, false, {}
+    ev.idle_job = function(left)
       calls = calls + 1
-      if calls == 1 then return false end -- (not ready at the first wait: tried again)
+      lefts[#lefts + 1] = left
+      if not willing then return false end -- (not ready: asked again)
       ran = ran + 1
       local t = sys.now()
       while sys.now() - t < 0.3 do end
@@ -98,12 +100,15 @@ describe("Evaluator:first_ready", function()
     local ca, cb, cc = cand(10), cand(11), cand(12)
     ev:queue_compiles({ ca })
     assert.are.equal(1, ev:first_ready({ ca }))
-    assert.are.equal(1, calls)
+    assert.is_true(calls >= 1, "not asked in a wait")
     assert.are.equal(0, ran)
+    for _, l in ipairs(lefts) do assert.is_number(l) assert.is_true(l > 0) end
     assert.is_function(ev.idle_job, "a job that did not run was dropped")
     -- a ready binary: no wait, the job is not asked
+    local asked = calls
     assert.are.equal(1, ev:first_ready({ ca }))
-    assert.are.equal(1, calls)
+    assert.are.equal(asked, calls)
+    willing = true
     ev:queue_compiles({ cb })
     local w0 = ev.spent.compile or 0
     local t0 = sys.now()
@@ -114,9 +119,64 @@ describe("Evaluator:first_ready", function()
     assert.is_true(wall >= 0.3)
     assert.is_true((ev.spent.compile - w0) < wall - 0.25,
       string.format("the job's time was counted as compiling (%.2f of %.2f s)", ev.spent.compile - w0, wall))
+    asked = calls
     ev:queue_compiles({ cc })
     assert.are.equal(1, ev:first_ready({ cc }))
-    assert.are.equal(2, calls, "a job that ran was asked again")
+    assert.are.equal(asked, calls, "a job that ran was asked again")
+    -- one that declines at a wait's start (the wait looked short) is asked again in it,
+    -- and runs there once it accepts
+    local asks, ran_in = 0, nil
+    ev.idle_job = function()
+      asks = asks + 1
+      if asks < 2 then return false end
+      ran_in = asks
+      return true
+    end
+    local cd = cand(13)
+    ev:queue_compiles({ cd })
+    assert.are.equal(1, ev:first_ready({ cd }))
+    assert.are.equal(2, ran_in, "asked once a wait only")
+  end)
+
+  -- what the wait is expected to last: compiles as long as the run's have taken so far
+  -- (kloop.eval.compile.expected_left), the least over the candidates waited for
+  it("expects a wait to last what the compiles that ended say, the least over its candidates", function()
+    local bg = compile.background
+    compile.forget_walls()
+    assert.is_nil(compile.expected_left("no such key"))
+    bg.by_key["k_queued"] = { key = "k_queued" }
+    bg.by_key["k_running"] = { key = "k_running", cjob = {}, started = sys.now() - 1.0 }
+    local ok, err = pcall(function()
+      -- nothing ended yet: as far as the run knows, a heavy compile
+      assert.are.equal(math.huge, compile.expected_left("k_queued"))
+      for _, w in ipairs({ 0.2, 0.4, 1.5, 2.5 }) do compile.note_wall(w) end
+      -- queued: the mean wall; compiling for 1 s: the mean of what the walls past 1 s ran on
+      assert.is_true(math.abs(compile.expected_left("k_queued") - 1.15) < 1e-9)
+      assert.is_true(math.abs(compile.expected_left("k_running") - 1.0) < 0.01)
+      -- past every wall seen
+      bg.by_key["k_running"].started = sys.now() - 3.0
+      assert.are.equal(math.huge, compile.expected_left("k_running"))
+      -- a done job is not pending
+      bg.by_key["k_queued"].done = true
+      assert.is_nil(compile.expected_left("k_queued"))
+      -- the evaluator's wait: the least of its candidates' (each its longest pending job)
+      local ev = evaluator()
+      local c1, c2 = cand(21), cand(22)
+      ev:compile_counts(c1)
+      ev:compile_counts(c2)
+      local k1, k2 = ev.count_jobs[c1].jobs[1].key, ev.count_jobs[c2].jobs[1].key
+      bg.by_key[k1] = { key = k1, cjob = {}, started = sys.now() - 1.0 }
+      bg.by_key[k2] = { key = k2 }
+      assert.is_true(math.abs(ev:wait_left({ c1, c2 }) - 1.0) < 0.01)
+      bg.by_key[k1].started = sys.now() - 3.0
+      assert.is_true(math.abs(ev:wait_left({ c1, c2 }) - 1.15) < 1e-6)
+      bg.by_key[k2].done = true
+      assert.are.equal(0, ev:wait_left({ c1, c2 }))
+      bg.by_key[k1], bg.by_key[k2] = nil, nil
+    end)
+    bg.by_key["k_queued"], bg.by_key["k_running"] = nil, nil
+    compile.forget_walls()
+    assert(ok, err)
   end)
 
   -- sliced (kloop.search.slice): the wait steps the think between looks at the binaries,

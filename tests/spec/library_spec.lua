@@ -251,6 +251,38 @@ describe("kloop.eval.library", function()
       os.remove(mark)
     end)
 
+    -- the driver's idle job (Ctx:library_idle) at a compile wait: not at one expected to
+    -- end before the reference would (it would hold the GPU past the wait), at one
+    -- expected to hide it, and at any wait of the search's last batch
+    it("is measured at a wait expected to hide it, or at any wait of the last batch", function()
+      local driver = require("kloop.search.driver")
+      local mark = os.tmpname()
+      os.remove(mark)
+      local function ready_ctx(rec)
+        local c = setmetatable(ctx(task, rec), { __index = driver.Ctx })
+        library.early(c, { argv = fake(mark) })
+        local t0 = sys.now()
+        while not library.is_ready(c.library_child) and sys.now() - t0 < 20 do c.library_child.proc:ready(0.01) end
+        return c
+      end
+      local rec = {}
+      local c = ready_ctx(rec)
+      assert.is_false(c:library_idle(0.05))
+      assert.is_false(c:library_idle(driver.LIBRARY_WAIT_S * 0.9))
+      assert.are.same({}, words(mark), "timed at a wait too short to hide it")
+      assert.is_true(c:library_idle(driver.LIBRARY_WAIT_S))
+      assert.are.same({ "go" }, words(mark))
+      assert.are.equal(1, #rec)
+      assert.is_nil(c.library_child)
+      assert.is_false(c:library_idle(10), "measured twice")
+      os.remove(mark)
+      c = ready_ctx(rec)
+      c.last_batch = true
+      assert.is_true(c:library_idle(0.01), "not measured at a short wait of the last batch")
+      assert.are.equal(2, #rec)
+      os.remove(mark)
+    end)
+
     it("says a child that died, or that stalls after its go, and the search goes on", function()
       local mark = os.tmpname()
       os.remove(mark)

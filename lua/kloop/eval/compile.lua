@@ -430,8 +430,18 @@ local function start(job)
   return true
 end
 
+-- The wall times of the compiles that ended in this process (the last WALLS_KEPT, a
+-- ring), from each child's start to its result: what M.expected_left reads.
+local walls, WALLS_KEPT = { n = 0 }, 256
+function M.note_wall(seconds)
+  walls.n = walls.n + 1
+  walls[(walls.n - 1) % WALLS_KEPT + 1] = seconds
+end
+local function note_wall(job) M.note_wall(sys.now() - job.started) end
+
 local function poll(job, wait_ms, deadline)
   local res, err = nvrtc.poll(job.cjob, wait_ms)
+  if res ~= "running" then note_wall(job) end
   if res == "running" then
     if sys.now() - job.started > deadline then
       nvrtc.kill(job.cjob)
@@ -590,6 +600,32 @@ function M.pending(job)
   local b = bg.by_key[job.key]
   return b ~= nil and not b.done
 end
+
+-- The seconds the pending background compile of a cache key is expected to run still,
+-- from the walls of the compiles that ended (note_wall): compiling for e seconds, the
+-- mean of w - e over the walls past e; queued, the mean wall. math.huge where none is
+-- known (nothing ended yet, or it has compiled longer than any that ended: a heavy
+-- compile, as far as the run knows); nil where no compile of the key is pending. (A
+-- heavy compile's tail: gemm_tiled's TM=16 TN=8 points take 1.5-3.7 s where most take
+-- 0.2-0.8 s, so one that has run past 1 s is likely to run a while longer.)
+function M.expected_left(key)
+  local job = bg.by_key[key]
+  if not job or job.done then return nil end
+  local kept = math.min(walls.n, WALLS_KEPT)
+  if kept == 0 then return math.huge end
+  local e = job.cjob and job.started and (sys.now() - job.started) or nil
+  local sum, n = 0, 0
+  for i = 1, kept do
+    local w = walls[i]
+    if not e then sum, n = sum + w, n + 1
+    elseif w > e then sum, n = sum + (w - e), n + 1 end
+  end
+  if n == 0 then return math.huge end
+  return sum / n
+end
+
+-- Forgets the walls seen (tests).
+function M.forget_walls() walls.n = 0 end
 
 -- Kills every background compile (an evaluator closing, the run ending).
 function M.cancel_background()

@@ -513,7 +513,7 @@ end
 -- to cands, which the index then counts in. Ctrl-C ends the wait.
 function Evaluator:first_ready(cands, more)
   if self:backend() == "host" then return 1 end
-  local t0
+  local t0, next_ask
   while true do
     for i, c in ipairs(cands) do
       local _, pending = self:compile_counts(c)
@@ -539,10 +539,19 @@ function Evaluator:first_ready(cands, more)
       if not t0 then
         -- (the CPU is idle in this wait as well, and what think returns compiles sooner)
         self:fire_think()
-        -- (and the GPU: a job that needs it idle, once it runs, counted as its own:
-        -- kloop.search.driver's library reference)
-        if self.idle_job and self.idle_job() then self.idle_job = nil end
         t0 = sys.now()
+      end
+      -- (and the GPU: a job that needs it idle, asked every IDLE_ASK_S with the seconds
+      -- the wait is expected to last still, runs when it says so, its time its own, not
+      -- compiling's: kloop.search.driver's library reference)
+      if self.idle_job and sys.now() >= (next_ask or 0) then
+        local ti = sys.now()
+        local ran = self.idle_job(self:wait_left(cands))
+        if ran then
+          self.idle_job = nil
+          t0 = t0 + (sys.now() - ti)
+        end
+        next_ask = sys.now() + M.IDLE_ASK_S
       end
       -- (past a compile's deadline something is amiss: the evaluation's own wait decides)
       if sys.now() - t0 > compile.default_deadline + 5 then
@@ -555,6 +564,25 @@ function Evaluator:first_ready(cands, more)
   end
 end
 M.FIRST_READY_WAIT_MS = 5
+M.IDLE_ASK_S = 0.02
+
+-- The seconds a wait for the first of cands to be compiled is expected to last still:
+-- the least of theirs, a candidate's the longest of its pending compiles
+-- (kloop.eval.compile.expected_left); 0 where one is ready.
+function Evaluator:wait_left(cands)
+  local least = math.huge
+  for _, c in ipairs(cands) do
+    if not (self.count_jobs and self.count_jobs[c]) then self:compile_counts(c) end -- (its jobs' keys, kept)
+    local kept = self.count_jobs and self.count_jobs[c]
+    local longest = 0
+    for _, k in ipairs(kept and kept.jobs or {}) do
+      local left = compile.expected_left(k.key)
+      if left and left > longest then longest = left end
+    end
+    if longest < least then least = longest end
+  end
+  return least
+end
 
 -- Runs the strategy's think armed for this batch (on_sent, kloop.search.driver
 -- arm_think) now, once, where no request of the batch runs it, or the rest of a sliced
