@@ -263,6 +263,7 @@ end
 function Ctx:library_idle(left)
   if not self.last_batch and (left or math.huge) < M.LIBRARY_WAIT_S then return false end
   if not (self.library_child and require("kloop.eval.library").is_ready(self.library_child)) then return false end
+  eval.waits_log(string.format("library_go left %.3f last_batch %s", left or -1, tostring(self.last_batch or false)))
   self:measure_library()
   return true
 end
