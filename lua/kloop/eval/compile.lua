@@ -603,16 +603,18 @@ end
 
 -- The seconds the pending background compile of a cache key is expected to run still,
 -- from the walls of the compiles that ended (note_wall): compiling for e seconds, the
--- mean of w - e over the walls past e; queued, the mean wall. math.huge where none is
--- known (nothing ended yet, or it has compiled longer than any that ended: a heavy
--- compile, as far as the run knows); nil where no compile of the key is pending. (A
--- heavy compile's tail: gemm_tiled's TM=16 TN=8 points take 1.5-3.7 s where most take
--- 0.2-0.8 s, so one that has run past 1 s is likely to run a while longer.)
+-- mean of w - e over the walls past e; queued, the mean wall. 0 where the run cannot
+-- tell (fewer than WALLS_MIN ended, or fewer than 2 ran longer than this one has: early
+-- in a run the first to end are the light ones, and a heavy one looked endless beside
+-- them, though it was about to end); nil where no compile of the key is pending. (A heavy
+-- compile's tail: gemm_tiled's TM=16 TN=8 points take 1.5-3.7 s where most take 0.2-0.8
+-- s, so one that has run past 1 s is likely to run a while longer.)
+local WALLS_MIN = 8
 function M.expected_left(key)
   local job = bg.by_key[key]
   if not job or job.done then return nil end
   local kept = math.min(walls.n, WALLS_KEPT)
-  if kept == 0 then return math.huge end
+  if kept < WALLS_MIN then return 0 end
   local e = job.cjob and job.started and (sys.now() - job.started) or nil
   local sum, n = 0, 0
   for i = 1, kept do
@@ -620,7 +622,7 @@ function M.expected_left(key)
     if not e then sum, n = sum + w, n + 1
     elseif w > e then sum, n = sum + (w - e), n + 1 end
   end
-  if n == 0 then return math.huge end
+  if n < 2 then return 0 end
   return sum / n
 end
 
