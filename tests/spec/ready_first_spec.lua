@@ -369,5 +369,10 @@ describe("one worker: compiled candidates first, settled in proposal order", fun
     local want = {}
     for i = 1, math.min(4, require("kloop.eval.compile").default_parallel) do want[i] = "g" .. i end
     assert.are.same(want, got)
+    -- an upcoming that gives no list is no guess, not an error (fails before the guard:
+    -- "bad argument #1 to 'ipairs'")
+    function S.upcoming() return true end
+    assert.are.same({}, ctx:upcoming_list(S, 4, cands("n1")))
+    assert.are.same({}, ctx:upcoming_list(S, 4))
   end)
 end)

@@ -431,17 +431,17 @@ local function start(job)
 end
 
 -- The wall times of the compiles that ended in this process (the last WALLS_KEPT, a
--- ring), from each child's start to its result: what M.expected_left reads.
+-- ring), as each child measured its compile (so a stretch where the driver read no
+-- result, a library reference's timing, does not lengthen them): what
+-- M.expected_left reads.
 local walls, WALLS_KEPT = { n = 0 }, 256
 function M.note_wall(seconds)
   walls.n = walls.n + 1
   walls[(walls.n - 1) % WALLS_KEPT + 1] = seconds
 end
-local function note_wall(job) M.note_wall(sys.now() - job.started) end
-
 local function poll(job, wait_ms, deadline)
   local res, err = nvrtc.poll(job.cjob, wait_ms)
-  if res ~= "running" then note_wall(job) end
+  if type(res) == "table" and type(res.seconds) == "number" then M.note_wall(res.seconds) end
   if res == "running" then
     if sys.now() - job.started > deadline then
       nvrtc.kill(job.cjob)

@@ -419,8 +419,10 @@ function Ctx:upcoming_list(strategy, nbatch, named)
   if n <= 0 then return {} end
   local skip = {}
   for _, c in ipairs(named or {}) do skip[M.key(c)] = true end
+  local up = strategy.upcoming(self, n + #(named or {}))
+  if type(up) ~= "table" then return {} end
   local past = {}
-  for _, c in ipairs(strategy.upcoming(self, n + #(named or {})) or {}) do
+  for _, c in ipairs(up) do
     if type(c) ~= "table" or not skip[M.key(c)] then past[#past + 1] = c end
   end
   return self:foreseen(past, n)
