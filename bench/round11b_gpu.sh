@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench/round11b_gpu.sh (round 2, session 16): as round11a, on four more seeds, with a
 # third arm: the session's start (old: build/old/kloop, var/old_tune.lua), the change with
-# --fill 2 (fill2: the default before), the change with its defaults (new: --fill 8 at a
-# budget of 100), alternated on one machine, empty compile caches: gemm_tiled model 100 at
+# --fill 2 (fill2: the default before and after), the change with its defaults then (new:
+# --fill 8 at a budget of 100, at e15ff6a; taken back after this bench), alternated on one machine, empty compile caches: gemm_tiled model 100 at
 # seeds 5, 11, 17, 19; where each library child was let go. One log; a table last.
 cd "$(dirname "$0")/.."
 . bench/round_lib.sh

@@ -37,11 +37,11 @@ local S = {
     -- at 45 88% with 0, 83% with 2, 80% with 4: a small search keeps its picks; 20 seeds,
     -- every batch filled: at 64, 2 keeps gemm_tiled at 100% and 10^4 at 25% where 4-12
     -- give 90-95% and 15%; at 100 and 200, 2 to 8 the same share on gemm_tiled and 10^3
-    -- (100%), 10^4 at 100 45-65% with 2-8, 35% with 12. A wait the fill covers: one heavy
-    -- compile left, 0.8-0.9 s on the H200, some 12 candidates of 60-70 ms)
+    -- (100%). 8 at a budget of 100 was tried on the H200 (round11b): 0-2 points filled a
+    -- wait either way, no gain, so auto stays 2)
     { "fill", "auto", "model, choosing ahead: at most this many of the model's next points a batch waiting for"
-      .. " its compilers may run meanwhile: auto (2 where the budget is 64 or more, 8 where it is 100 or more,"
-      .. " else 0) or a number (0: none, so the same seed and times give the same run)" },
+      .. " its compilers may run meanwhile: auto (2 where the budget is 64 or more, else 0) or a number"
+      .. " (0: none, so the same seed and times give the same run)" },
     -- the evaluation cascade (docs/TASKS.md, "Stages") pays where most points are far from
     -- the optimum (random or exhaustive search of a wide space: 1.8-3.1x candidates per
     -- minute on the host); behind the model most proposals are near the best and get the
@@ -69,8 +69,7 @@ function S.init(ctx)
   if ctx.opts.ahead ~= nil and ctx.opts.ahead ~= "on" and ctx.opts.ahead ~= "off" then
     error("--ahead must be on or off, not " .. tostring(ctx.opts.ahead), 0)
   end
-  local fill = ctx.opts.fill == nil and 0
-    or ctx.opts.fill == "auto" and (ctx.opts.budget >= 100 and 8 or ctx.opts.budget >= 64 and 2 or 0)
+  local fill = ctx.opts.fill == nil and 0 or ctx.opts.fill == "auto" and (ctx.opts.budget >= 64 and 2 or 0)
     or tonumber(ctx.opts.fill)
   if not fill or fill < 0 or fill ~= math.floor(fill) then
     error("--fill must be auto or a whole number of candidates (0: none), not " .. tostring(ctx.opts.fill), 0)
