@@ -314,14 +314,21 @@ describe("one worker: compiled candidates first, settled in proposal order", fun
     assert.are.same({ "a", "b", "n1", "n2" }, S.seen)
   end)
 
-  -- the guess past think's choice compiles from think on, not from the next propose
-  it("queues the strategy's upcoming as guesses when think chose a batch", function()
+  -- a context of budget 10 past its baseline whose evaluator keeps what is queued
+  -- (ev.queued: {list, urgent} per call) instead of compiling it
+  local function queueing_ctx()
     local ev = fake_ev({}, {})
     ev.arch = "sm_90"
     ev.queued = {}
     function ev:queue_compiles(list, urgent) self.queued[#self.queued + 1] = { list = list, urgent = urgent } end
     local ctx = ctx_with(ev, { budget = 10 })
     ctx.history[1] = { source = "base", proposer = "baseline", result = OK(4) }
+    return ev, ctx
+  end
+
+  -- the guess past think's choice compiles from think on, not from the next propose
+  it("queues the strategy's upcoming as guesses when think chose a batch", function()
+    local ev, ctx = queueing_ctx()
     local S, asked = {}, {}
     function S.think() return cands("n1", "n2") end
     function S.upcoming(_, n) asked[#asked + 1] = n return cands("g1", "g2") end
@@ -347,12 +354,7 @@ describe("one worker: compiled candidates first, settled in proposal order", fun
   -- the room's worth past it, not the room less that batch (fails before: n1 and n2, the
   -- chosen batch again, in the room)
   it("queues a room's worth of guesses past the batch think chose", function()
-    local ev = fake_ev({}, {})
-    ev.arch = "sm_90"
-    ev.queued = {}
-    function ev:queue_compiles(list, urgent) self.queued[#self.queued + 1] = { list = list, urgent = urgent } end
-    local ctx = ctx_with(ev, { budget = 10 })
-    ctx.history[1] = { source = "base", proposer = "baseline", result = OK(4) }
+    local ev, ctx = queueing_ctx()
     local S = {}
     function S.think() return cands("n1", "n2") end
     function S.upcoming(_, n)
