@@ -637,6 +637,11 @@ function Ctx:evaluate_ready_first(list, order, strategy, protected)
           local more = self:borrowable(self.next_exact)
           nexts = #more
           for _, c in ipairs(self:spares(base + #filled, #filled)) do more[#more + 1] = c end
+          -- (benches: what a wait could take meanwhile, and why no more)
+          eval.waits_log(string.format("more next %d of %d, spares %d of %d (max %s, filled %d, room %d)", nexts,
+            #(self.next_exact or {}), #more - nexts, #(self.next_spare or {}),
+            tostring(self.next_spare and self.next_spare.max), #filled,
+            self.opts.budget - (base + #filled) - #(self.next_exact or {})))
           return more
         end)
       end
