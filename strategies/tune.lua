@@ -339,7 +339,7 @@ local function propose_model_step(ctx, n)
     if #out > 0 and not ctx.stopped then
       -- (what the choice reads: the history's length, the best, what was learnt, then)
       ctx.deferred = { horizon = #ctx.history, best = ctx.best or false, learnt = learnt(ctx), in_flight = out,
-        n = ahead_batch(ctx, n, ctx.opts.budget - (#ctx.history - 1) - #out) }
+        n = ahead_batch(ctx, n, ctx.opts.budget - (#ctx.history - 1) - #(ctx.carried or {}) - #out) }
     end
     return out
   end
@@ -371,6 +371,9 @@ local function exact_next(ctx)
   end
   if not out or #out == 0 then return nil end
   out.exact = true
+  -- (where filling is on, the run already depends on the compilers' timing: a candidate
+  -- still compiling when this batch has run may be carried past it, kloop.search.driver)
+  out.spill = (ctx.fill or 0) > 0 or nil
   return out
 end
 
@@ -384,8 +387,10 @@ function S.think(ctx)
   if #ctx.history ~= ctx.deferred.horizon then return nil end
   local batch = choose_deferred(ctx)
   -- (the next propose returns this very batch: the driver may run a candidate of it
-  -- whose binary is ready while this batch's last ones still compile)
+  -- whose binary is ready while this batch's last ones still compile; and, where filling
+  -- is on, carry those last ones past it once it has run: exact_next)
   batch.exact = true
+  batch.spill = (ctx.fill or 0) > 0 or nil
   -- and, where the batch would still wait, up to --fill of the guess past it (the points
   -- the model rates next, best first; the driver takes those whose binaries are ready
   -- first): evaluated then, they are the search's own, learnt from at the next choice

@@ -510,8 +510,10 @@ end
 -- runs at its start, its time counted as think; so does self.idle_job, a function that
 -- needs the GPU idle, until it says it ran). more (optional): a function giving
 -- further candidates, asked only when all of cands are still compiling, and appended
--- to cands, which the index then counts in. Ctrl-C ends the wait.
-function Evaluator:first_ready(cands, more)
+-- to cands, which the index then counts in. give_up (optional): asked through the wait
+-- with the seconds waited; where it says so, the wait ends with nil (the driver's spill:
+-- kloop.search.driver Ctx:spill_ok). Ctrl-C ends the wait.
+function Evaluator:first_ready(cands, more, give_up)
   if self:backend() == "host" then return 1 end
   local t0, next_ask
   while true do
@@ -552,6 +554,11 @@ function Evaluator:first_ready(cands, more)
           t0 = t0 + (sys.now() - ti)
         end
         next_ask = sys.now() + M.IDLE_ASK_S
+      end
+      if give_up and give_up(sys.now() - t0) then
+        self:spend("compile", t0)
+        self:count_wait("compiling", sys.now() - t0, nil, "given up of " .. #cands)
+        return nil
       end
       -- (past a compile's deadline something is amiss: the evaluation's own wait decides)
       if sys.now() - t0 > compile.default_deadline + 5 then

@@ -440,7 +440,7 @@ end
 
 -- Candidates the budget still has room for once nbatch more are evaluated.
 function Ctx:room_after(nbatch)
-  return self.opts.budget - (#self.history - 1) - (nbatch or 0)
+  return self.opts.budget - (#self.history - 1) - #(self.carried or {}) - (nbatch or 0)
 end
 
 -- Of what a strategy foresees (upcoming, think), up to n candidates worth compiling:
@@ -464,7 +464,7 @@ end
 -- is queued too, as guesses.
 function Ctx:arm_think(strategy, nbatch)
   self.ev.on_sent = nil
-  self.next_exact, self.next_spare = nil, nil
+  self.next_exact, self.next_spare, self.next_spill = nil, nil, nil
   if not strategy.think or self.pool then return end
   self.ev.on_sent = function()
     local t_think = sys.now()
@@ -485,6 +485,9 @@ function Ctx:arm_think(strategy, nbatch)
     -- binary is ready may run while this batch's last ones still compile: Ctx:borrowable)
     if type(got) == "table" and got.exact == true and #list > 0 and not self.exact_broken then
       self.next_exact = list
+      -- (got.spill: a candidate of this batch still compiling, when all of the next has
+      -- run and nothing else can, may be carried into the next batch: Ctx:spill_ok)
+      self.next_spill = got.spill == true or nil
       -- (got.spare: what the strategy would have run while this batch waits for its
       -- compilers and nothing of the next is ready: Ctx:spares)
       if type(got.spare) == "table" then
@@ -515,7 +518,7 @@ end
 -- The batch's fresh candidates: not skipped, not evaluated before, not twice, and no
 -- more than the budget still takes (done_keys is not marked here).
 function Ctx:fresh_batch(cands)
-  local room = self.opts.budget - (#self.history - 1)
+  local room = self.opts.budget - (#self.history - 1) - #(self.carried or {})
   local list, seen = {}, {}
   for _, cand in ipairs(cands) do
     local key = not cand.skip and M.key(cand)
@@ -616,20 +619,28 @@ function Ctx:evaluate_ready_first(list, order, strategy, protected)
   end
   -- (what ran to fill a wait, from think's spare list: settled after the batch)
   local filled, filled_results = {}, {}
-  local base = #self.history - 1 + #list
+  -- (carry: candidates of a batch before, still compiling when it spilled (Ctx:spill_ok),
+  -- run here when ready and settled after this batch, as fills are; self.carried is the
+  -- same list, so the budget's room counts them until they run)
+  local carry = self.carried or {}
+  self.carried = carry
+  local carried_done, carried_results = {}, {}
+  local base = #self.history - 1 + #list + #carry
   -- (no room after this batch: its waits are the search's last)
   self.last_batch = self.opts.budget - base <= 0
   local ok, msg = protected("evaluate", function()
-    while #left > 0 do
+    while #left > 0 or #carry > 0 do
       local sok, smsg = settle_ready()
       eval.waits_log("settled") -- (benches: bench/request_gaps.py)
       if not sok then serr = smsg return end
       if self:budget_spent() or sys.interrupted() then break end
       if prop and prop.pump then prop:pump() end
       local k, cl, nexts = 1, nil, 0
+      local nl = #left + #carry
       if self.ev.first_ready then
         cl = {}
         for j, i in ipairs(left) do cl[j] = list[i] end
+        for _, c in ipairs(carry) do cl[#cl + 1] = c end
         k = self.ev:first_ready(cl, function()
           -- (every candidate left compiles: a wait, where think fires anyway; what it
           -- names, the next batch and its spares, may fill this very wait)
@@ -643,18 +654,30 @@ function Ctx:evaluate_ready_first(list, order, strategy, protected)
             tostring(self.next_spare and self.next_spare.max), #filled,
             self.opts.budget - (base + #filled) - #(self.next_exact or {})))
           return more
-        end)
+        end, function(waited) return self:spill_ok(waited, base + #filled) end)
       end
-      local cand, i, spare
-      if k > #left + nexts then
+      if not k then
+        -- nothing can run while this batch's last candidates compile, and all of the next
+        -- batch has run: they are carried into the next batch, and the strategy proposes
+        for _, i2 in ipairs(left) do carry[#carry + 1] = list[i2] end
+        eval.waits_log(string.format("spilled %d, carried %d", #left, #carry))
+        self.spilled_count = (self.spilled_count or 0) + #left
+        left = {}
+        break
+      end
+      local cand, i, spare, carried
+      if k > nl + nexts then
         -- nothing of this batch or the next is ready: a point the strategy offered to
         -- fill such a wait runs now, as its own candidate, settled after the batch
         cand, spare = cl[k], true
         self.done_keys[M.key(cand)] = true
-      elseif k > #left then
+      elseif k > nl then
         -- every candidate of this batch still compiles: one of the next batch, which the
         -- strategy named exactly (think), runs now; its batch takes the result
         cand = cl[k]
+      elseif k > #left then
+        -- a candidate carried from a batch before, its binary ready
+        cand, carried = table.remove(carry, k - #left), true
       else
         i = table.remove(left, k)
         cand = list[i]
@@ -677,6 +700,8 @@ function Ctx:evaluate_ready_first(list, order, strategy, protected)
         self.store:record_provisional(self, cand, r)
       end
       if i then results[i] = r
+      elseif carried then
+        carried_done[#carried_done + 1], carried_results[#carried_done + 1] = cand, r
       elseif spare then
         self.filled_count = (self.filled_count or 0) + 1
         filled[#filled + 1], filled_results[#filled + 1] = cand, r
@@ -701,6 +726,8 @@ function Ctx:evaluate_ready_first(list, order, strategy, protected)
   local oks, smsg = self:settle_batch(rest_list, rest, strategy, protected)
   if not oks then return false, smsg end
   oks, smsg = self:settle_batch(filled, filled_results, strategy, protected)
+  if not oks then return false, smsg end
+  oks, smsg = self:settle_batch(carried_done, carried_results, strategy, protected)
   if not oks then return false, smsg end
   oks, smsg = self:settle_pre(pre, strategy, protected)
   if not oks then return false, smsg end
@@ -778,6 +805,41 @@ function Ctx:spares(used, taken)
   local room = math.min(self.opts.budget - used - #(self.next_exact or {}), self.next_spare.max - (taken or 0))
   if room <= 0 then return {} end
   return self:runnable(self.next_spare, room, true)
+end
+
+-- Whether a batch's wait (waited seconds so far) may end with its candidates still
+-- compiling carried into the next batch (a spill): the strategy offered it (think's
+-- list with spill = true, the next batch named exactly), the wait has lasted
+-- M.SPILL_AFTER_S, every candidate of the next batch has run, and the budget has room
+-- for a batch past it (used: the candidates this batch, those carried and the fills
+-- take). Then the strategy proposes on with them pending, and the GPU runs what comes
+-- next instead of waiting for one heavy compile (gemm_tiled on the H200: 0.8-1.1 s for a
+-- random start's BK=32 TM=16 TN=8 point, with all else run).
+M.SPILL_AFTER_S = 0.05
+function Ctx:spill_ok(waited, used)
+  if not self.next_spill or self.exact_broken or waited < M.SPILL_AFTER_S then return false end
+  local nx = self.next_exact
+  if not nx or #nx == 0 then return false end
+  for _, c in ipairs(nx) do
+    local key = M.key(c)
+    if not self.pre[key] and not self.done_keys[key] then return false end
+  end
+  return self.opts.budget - used - #nx > 0
+end
+
+-- Candidates carried from a spilled batch (Ctx:spill_ok), run now (each waits for its
+-- binary) and settled: where the budget has no room for another batch beside them, and
+-- at the search's end. Returns ok, msg.
+function Ctx:drain_carried(strategy, protected)
+  if not (self.carried and #self.carried > 0) then return true end
+  self.next_spill, self.next_exact, self.next_spare = nil, nil, nil
+  -- (what ran ahead stays for the batch that claims it, or the search's end)
+  local pre = self.pre
+  self.pre = {}
+  local ok, msg = self:evaluate_ready_first({}, {}, strategy, protected)
+  for k, v in pairs(self.pre) do pre[k] = v end
+  self.pre = pre
+  return ok, msg
 end
 
 -- Settles results run ahead that no batch claimed (pre: key -> {cand, result}), in the
@@ -1019,6 +1081,13 @@ function M.run(strategy, path, args)
     if sys.interrupted() then ok, msg = false, sys.INTERRUPTED break end
     local spent = ctx:budget_spent()
     if spent then reason = "budget: " .. spent break end
+    -- (candidates carried from a spilled batch that leave no room for another: run now)
+    if ctx.carried and #ctx.carried > 0 and ctx:room_after(0) <= 0 then
+      ok, msg = ctx:drain_carried(strategy, protected)
+      if not ok then break end
+      spent = ctx:budget_spent()
+      if spent then reason = "budget: " .. spent break end
+    end
     local cands
     local tp = sys.now()
     ok, cands = protected("propose", strategy.propose, ctx)
@@ -1048,7 +1117,7 @@ function M.run(strategy, path, args)
     local fresh = not ctx.pool and ctx.opts.cascade ~= "on" and ctx:fresh_batch(cands)
     local thinks = strategy.think ~= nil and ctx.ev.on_sent ~= nil
     local order = fresh and ctx:ready_order(fresh, thinks)
-    if fresh and not order and (thinks or (ctx.pre and next(ctx.pre))) then
+    if fresh and not order and (thinks or (ctx.pre and next(ctx.pre)) or #(ctx.carried or {}) > 0) then
       -- (a batch compiled whole, with a think to run: in proposal order, through the loop
       -- that settles no result before the think is done, so the think is sliced; or with
       -- results run ahead for this batch: claimed in its proposal order)
@@ -1093,6 +1162,8 @@ function M.run(strategy, path, args)
     local spent2 = ctx:budget_spent()
     if spent2 and not reason then reason = "budget: " .. spent2 end
   end
+  -- candidates carried from a spilled batch: run and settled before the search ends
+  if ok then ok, msg = ctx:drain_carried(strategy, protected) end
   -- results run ahead that no batch claimed (the strategy stopped proposing): settled
   if ok and ctx.pre and next(ctx.pre) then
     local pre = ctx.pre

@@ -216,9 +216,11 @@ function M.summary(ctx, status, reason)
   local tline = M.time_text(ctx, dt)
   if tline then print(tline) end
   -- (what ran while a batch waited for its compilers: Ctx:evaluate_ready_first)
-  if (ctx.pre_seq or 0) > 0 or (ctx.filled_count or 0) > 0 then
+  if (ctx.pre_seq or 0) > 0 or (ctx.filled_count or 0) > 0 or (ctx.spilled_count or 0) > 0 then
     print(string.format("waits:    %d candidates of a next batch ran while a batch compiled; %d points the strategy"
-      .. " offered filled a wait", ctx.pre_seq or 0, ctx.filled_count or 0))
+      .. " offered filled a wait%s", ctx.pre_seq or 0, ctx.filled_count or 0,
+      (ctx.spilled_count or 0) > 0 and string.format("; %d still compiling were carried into a next batch",
+        ctx.spilled_count) or ""))
   end
   local wline = require("kloop.search.workers").summary(ctx)
   if wline then print(wline) end

@@ -45,10 +45,16 @@ end
 
 -- An evaluator's first_ready that takes the first of `finish` (sources, in the order
 -- their binaries are ready) that is in its list, once each; as the evaluator, the
--- candidates `more` gives join the list.
+-- candidates `more` gives join the list. A "!wait" entry first in `finish` is a wait of
+-- a second, where the wait's give_up is asked: it ends the wait (nil, the entry used)
+-- where give_up says so, else the entry is dropped and the list looked at again.
 function M.first_ready_in(finish)
-  return function(_, list, more)
+  return function(_, list, more, give_up)
     for _, c in ipairs(more and more() or {}) do list[#list + 1] = c end
+    while finish[1] == "!wait" do
+      table.remove(finish, 1)
+      if give_up and give_up(1.0) then return nil end
+    end
     for fi, f in ipairs(finish) do
       for j, c in ipairs(list) do if c.source == f then table.remove(finish, fi) return j end end
     end
