@@ -17,8 +17,19 @@ describe("kloop.eval.compile background jobs", function()
     return out, nonce
   end
 
+  -- Every compile seen as still running while a test counts slots (the module's poll
+  -- stubbed, restored after): a real one ending early frees a slot and starts a queued
+  -- job, whatever the test meant (two such tests failed so in CI, once each).
+  local function hold_running()
+    local nvrtc = require("kloop.core.nvrtc")
+    local real_poll = nvrtc.poll
+    nvrtc.poll = function() return "running" end
+    finally(function() nvrtc.poll = real_poll end)
+  end
+
   it("leaves slots free for an urgent batch where there are enough", function()
     local bg = compile.background
+    hold_running()
     compile.run(jobs("g", 10), { background = true, parallel = 8 })
     assert.are.equal(8 - compile.URGENT_RESERVE, #bg.running)
     assert.are.equal(10 - (8 - compile.URGENT_RESERVE), #bg.queue)
@@ -31,6 +42,7 @@ describe("kloop.eval.compile background jobs", function()
   -- the batch think chooses is mostly among the guesses queued before it
   it("starts the queued guesses an urgent batch names, and the rest of it first in the queue", function()
     local bg = compile.background
+    hold_running()
     local guesses = jobs("q", 16)
     compile.run(guesses, { background = true, parallel = 8 })
     assert.are.equal(8 - compile.URGENT_RESERVE, #bg.running)
@@ -58,13 +70,7 @@ describe("kloop.eval.compile background jobs", function()
   -- waits for no guess, and the guesses running stay (they yield the CPU: GUESS_NICE)
   it("starts a queued urgent job when an urgent one ends, whatever guesses run", function()
     local bg = compile.background
-    -- (every compile is seen as still running while the slots are counted: a real one
-    -- ending early would free a slot of its own and start a queued job, whatever the
-    -- test dropped; the stub is the module's poll, restored after)
-    local nvrtc = require("kloop.core.nvrtc")
-    local real_poll = nvrtc.poll
-    nvrtc.poll = function() return "running" end
-    finally(function() nvrtc.poll = real_poll end)
+    hold_running()
     compile.run(jobs("r", 16), { background = true, parallel = 8 })
     local cap = 8 - compile.URGENT_RESERVE
     local batch = jobs("now", 8 + 2)
@@ -219,12 +225,7 @@ describe("kloop.eval.compile background jobs", function()
   -- a slot as before the priorities
   it("keeps the old slot rule where KLOOP_COMPILE_NICE is set", function()
     local bg = compile.background
-    -- (every compile seen as still running while the slots are counted, as above: a
-    -- real one ending early started the queued one and failed this once in CI)
-    local nvrtc = require("kloop.core.nvrtc")
-    local real_poll = nvrtc.poll
-    nvrtc.poll = function() return "running" end
-    finally(function() nvrtc.poll = real_poll end)
+    hold_running()
     compile.FIXED_NICE = 0
     local ok, err = pcall(function()
       compile.run(jobs("fg", 10), { background = true, parallel = 8 })
