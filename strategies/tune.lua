@@ -326,6 +326,13 @@ local function ahead_batch(ctx, n, room)
   return b
 end
 
+-- The budget's room once nbatch more are evaluated: the driver's (it counts candidates
+-- carried from a spilled batch), or from the history where a context has none (benches).
+local function room_after(ctx, nbatch)
+  if ctx.room_after then return ctx:room_after(nbatch) end
+  return ctx.opts.budget - (#ctx.history - 1) - nbatch
+end
+
 local function propose_model_step(ctx, n)
   local evaluated = #ctx.history - 1
   if ctx.opts.ahead == "on" and (ctx.next_batch or ctx.deferred or evaluated >= (ctx.ahead_after or AHEAD_AFTER)) then
@@ -339,7 +346,7 @@ local function propose_model_step(ctx, n)
     if #out > 0 and not ctx.stopped then
       -- (what the choice reads: the history's length, the best, what was learnt, then)
       ctx.deferred = { horizon = #ctx.history, best = ctx.best or false, learnt = learnt(ctx), in_flight = out,
-        n = ahead_batch(ctx, n, ctx.opts.budget - (#ctx.history - 1) - #(ctx.carried or {}) - #out) }
+        n = ahead_batch(ctx, n, room_after(ctx, #out)) }
     end
     return out
   end

@@ -494,6 +494,8 @@ end
 -- (the variable read once: the driver marks every step of its evaluation loop)
 local WAITS_LOG = os.getenv("KLOOP_WAITS_LOG")
 if WAITS_LOG == "" then WAITS_LOG = nil end
+-- (whether it is kept: a caller whose line costs a format checks this first)
+M.waits_logging = WAITS_LOG ~= nil
 function M.waits_log(text)
   if not WAITS_LOG then return end
   local f = io.open(WAITS_LOG, "a")

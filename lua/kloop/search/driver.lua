@@ -438,7 +438,8 @@ function Ctx:queue_precompile(cands, urgent)
   self.spent.queue = self.spent.queue - ((ev.spent and ev.spent.start or 0) - s0)
 end
 
--- Candidates the budget still has room for once nbatch more are evaluated.
+-- Candidates the budget still has room for once nbatch more are evaluated (those carried
+-- from a spilled batch count as taken; strategies read it too: strategies/tune.lua).
 function Ctx:room_after(nbatch)
   return self.opts.budget - (#self.history - 1) - #(self.carried or {}) - (nbatch or 0)
 end
@@ -518,7 +519,7 @@ end
 -- The batch's fresh candidates: not skipped, not evaluated before, not twice, and no
 -- more than the budget still takes (done_keys is not marked here).
 function Ctx:fresh_batch(cands)
-  local room = self.opts.budget - (#self.history - 1) - #(self.carried or {})
+  local room = self:room_after(0)
   local list, seen = {}, {}
   for _, cand in ipairs(cands) do
     local key = not cand.skip and M.key(cand)
@@ -649,10 +650,12 @@ function Ctx:evaluate_ready_first(list, order, strategy, protected)
           nexts = #more
           for _, c in ipairs(self:spares(base + #filled, #filled)) do more[#more + 1] = c end
           -- (benches: what a wait could take meanwhile, and why no more)
-          eval.waits_log(string.format("more next %d of %d, spares %d of %d (max %s, filled %d, room %d)", nexts,
-            #(self.next_exact or {}), #more - nexts, #(self.next_spare or {}),
-            tostring(self.next_spare and self.next_spare.max), #filled,
-            self.opts.budget - (base + #filled) - #(self.next_exact or {})))
+          if eval.waits_logging then
+            eval.waits_log(string.format("more next %d of %d, spares %d of %d (max %s, filled %d, room %d)", nexts,
+              #(self.next_exact or {}), #more - nexts, #(self.next_spare or {}),
+              tostring(self.next_spare and self.next_spare.max), #filled,
+              self.opts.budget - (base + #filled) - #(self.next_exact or {})))
+          end
           return more
         end, function(waited) return self:spill_ok(waited, base + #filled) end)
       end
