@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "kloop.h"
+#include "kl_own.h"
 
 int luaopen_cjson(lua_State *L);
 
@@ -164,6 +165,27 @@ static int l_embedded(lua_State *L) {
   return 0;
 }
 
+/* own_binary(key): the shipped binary of one of kloop's own kernels and its compile's
+   log (kl_own.h), or nothing. */
+static int l_own_binary(lua_State *L) {
+  const char *key = luaL_checkstring(L, 1);
+  for (size_t i = 0; kl_own_kernels[i].key; i++)
+    if (strcmp(kl_own_kernels[i].key, key) == 0) {
+      lua_pushlstring(L, (const char *)kl_own_kernels[i].cubin, kl_own_kernels[i].cubin_len);
+      lua_pushstring(L, kl_own_kernels[i].log);
+      return 2;
+    }
+  return 0;
+}
+
+/* own_binary_count(): how many binaries the build shipped. */
+static int l_own_binary_count(lua_State *L) {
+  size_t n = 0;
+  while (kl_own_kernels[n].key) n++;
+  lua_pushinteger(L, (lua_Integer)n);
+  return 1;
+}
+
 static int l_embedded_list(lua_State *L) {
   lua_newtable(L);
   for (size_t i = 0; kl_embedded[i].name; i++) {
@@ -263,6 +285,10 @@ int kl_lua_main(int argc, char **argv) {
   lua_setfield(L, -2, "embedded");
   lua_pushcfunction(L, l_embedded_list);
   lua_setfield(L, -2, "embedded_list");
+  lua_pushcfunction(L, l_own_binary);
+  lua_setfield(L, -2, "own_binary");
+  lua_pushcfunction(L, l_own_binary_count);
+  lua_setfield(L, -2, "own_binary_count");
   lua_pushcfunction(L, l_sigint_reset);
   lua_setfield(L, -2, "sigint_reset");
   lua_pushcfunction(L, l_sigint_hold);

@@ -65,11 +65,26 @@ int kl_nvml_sample(const char *uuid, int index, kl_gpu_sample *s, kl_err *err) {
   memset(s, 0, sizeof *s);
   int st = nvml_load(err);
   if (st) return st;
+  /* the handle of the last GPU sampled, kept: a worker samples one GPU around every
+     timing, and the lookup by UUID is a good part of a sample's time */
+  static char last_uuid[128];
+  static int last_index = -1;
+  static nvml_dev last_dev;
+  const char *u = uuid ? uuid : "";
   nvml_dev d = NULL;
-  /* by UUID first: CUDA's device order need not be NVML's */
-  int r = (uuid && uuid[0] && n.ByUUID) ? n.ByUUID(uuid, &d) : -1;
-  if (r != 0) r = n.ByIndex((unsigned)index, &d);
-  if (r != 0) return kl_fail(err, KL_ENOTFOUND, r, "NVML does not know this GPU: %s", n.ErrorString(r));
+  if (last_dev && last_index == index && strcmp(last_uuid, u) == 0) {
+    d = last_dev;
+  } else {
+    /* by UUID first: CUDA's device order need not be NVML's */
+    int r = (u[0] && n.ByUUID) ? n.ByUUID(u, &d) : -1;
+    if (r != 0) r = n.ByIndex((unsigned)index, &d);
+    if (r != 0) return kl_fail(err, KL_ENOTFOUND, r, "NVML does not know this GPU: %s", n.ErrorString(r));
+    if (strlen(u) < sizeof last_uuid) {
+      snprintf(last_uuid, sizeof last_uuid, "%s", u);
+      last_index = index;
+      last_dev = d;
+    }
+  }
   if (n.ClockInfo(d, NVML_CLOCK_SM, &s->sm_mhz) != 0) s->sm_mhz = 0;
   if (n.ClockInfo(d, NVML_CLOCK_MEM, &s->mem_mhz) != 0) s->mem_mhz = 0;
   if (!n.Temperature || n.Temperature(d, NVML_TEMPERATURE_GPU, &s->temp_c) != 0) s->temp_c = 0;

@@ -367,7 +367,7 @@ local function try_cache(job)
     finish(job, true, log, nil, 0, true)
     return true
   end
-  return false
+  return M.try_shipped(job)
 end
 
 -- Keeps a build in the cache (the worker loads the binary from there): true, or nil,
@@ -385,6 +385,23 @@ local function store(job, log, cubin, lowered)
     return nil, string.format("kloop's compile cache %s cannot keep the binary (%s): free space there, or set "
       .. "KLOOP_CACHE to a writable folder", dir, (tostring(err):gsub("^.*: ", "")))
   end
+  return true
+end
+
+-- kloop's own kernels as the binary ships them (tools/own_kernels.lua, built for the
+-- common archs by the NVRTC of the build): a job whose content key is one of them gets
+-- that binary and its compile's log, written into the cache as its own compile would
+-- have (the worker loads it from there). True where it did; false where the key is not
+-- shipped (another NVRTC, another arch, a candidate) or the cache cannot keep it (then it
+-- compiles, and its store says why).
+local native_ok, native = pcall(require, "kloop.native")
+function M.try_shipped(job)
+  if not (native_ok and type(native) == "table" and native.own_binary) or not job.key then return false end
+  local cubin, log = native.own_binary(job.key)
+  if not cubin or #(job.name_exprs or {}) > 0 then return false end
+  if not store(job, log, cubin, nil) then return false end
+  finish(job, true, log, cubin, 0, true)
+  job.shipped = true
   return true
 end
 
@@ -541,11 +558,22 @@ function M.pump(wait_ms)
   -- (an urgent job, first in the queue, takes a slot of its own: up to the slots of them
   -- run, whatever guesses run beside them at their lower priority)
   local cap = bg.parallel >= 2 * M.URGENT_RESERVE and bg.parallel - M.URGENT_RESERVE or bg.parallel
+  -- (and fewer while the worker starts: M.hold_guesses)
+  if bg.guess_cap then cap = math.min(cap, bg.guess_cap) end
   while #bg.queue > 0 and (bg.queue[1].urgent and urgent_room() or #bg.running < cap) do
     local job = table.remove(bg.queue, 1)
     if start(job) then bg.running[#bg.running + 1] = job else bg_drop(job) end
   end
   return #bg.running + #bg.queue
+end
+
+-- While the worker's CUDA start runs (its hello not yet answered), at most n guesses
+-- compile at once (nil: the usual cap again, and the queue started up to it). A
+-- compiler beside it slows it: on the H200's host, 16 of them beside the start took its
+-- hello from 0.28 to 0.41 s, and the candidates need not be ready before it.
+function M.hold_guesses(n)
+  bg.guess_cap = n
+  if not n then M.pump(0) end
 end
 
 -- Waits for the background job of `key` (nil when there is none, or when it ran into the

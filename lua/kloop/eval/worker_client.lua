@@ -456,6 +456,10 @@ function W:hello_request()
     device_heap = self.task.device_heap, trace = self.opts.trace }
 end
 
+-- The guesses (the first batches' compiles) that run beside a prespawned worker's CUDA
+-- start, until its hello (kloop.eval.compile.hold_guesses).
+M.START_GUESSES = 4
+
 -- Spawns the worker and sends its hello now, without waiting for the answer, which
 -- start_worker reads: the worker's CUDA start then overlaps what the caller does
 -- meanwhile (kloop.search.driver: the GPU probe). True, or nil, msg (nothing started).
@@ -466,6 +470,8 @@ function W:prespawn(arch_hint)
   if arch_hint and not self.opts.arch then self:begin_compiles(arch_hint) end
   local ok, err = self:spawn()
   if not ok then return nil, err end
+  -- (fewer guesses compile beside the worker's CUDA start, until its hello: start_worker)
+  compile.hold_guesses(M.START_GUESSES)
   local sent, serr = self.proc:send(cjson.encode(self:hello_request()))
   if not sent then self:kill() return nil, serr end
   self.hello_sent = true
@@ -568,6 +574,8 @@ function W:await(req, timeout_s)
 end
 
 function W:kill()
+  -- (a worker killed before its hello: the guesses it held back compile again)
+  if self.hello_sent then compile.hold_guesses(nil) end
   if self.proc then
     self.last_tail = self.proc:tail()
     if self.opts.worker_prefix then
@@ -689,6 +697,7 @@ function W:start_worker()
     if not ok then return nil, "cannot start a worker: " .. err end
     hello, kind, msg = self:request(self:hello_request(), 60)
   end
+  compile.hold_guesses(nil)
   if not hello then return nil, "worker did not start (" .. kind .. "): " .. msg .. "\n" .. self:output_tail() end
   if not hello.ok then self:kill() return nil, hello.error end
   self.gpu = hello.gpu

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# bench/round12a_gpu.sh (round 2, session 17): the spill against the commit before it
+# (build/old/kloop from cbfcd92, var/old_tune.lua its strategy) at four more seeds, then
+# the microsecond tunes' time lines and waits logs (stencil 22, saxpy 6, twice each) and
+# Kernel Tuner on the microsecond spaces, its kloop logs kept under $OUT/kt. One log; a
+# table last.
+cd "$(dirname "$0")/.."
+. bench/round_lib.sh
+[ -f var/old_tune.lua ] || { echo "var/old_tune.lua is missing"; exit 1; }
+for seed in ${SEEDS:-19 11 5 21}; do
+  for b in old new; do
+    if [ $b = old ]; then export BUSY_STRATEGY=var/old_tune.lua; else unset BUSY_STRATEGY; fi
+    ab_row "model${seed}$b" $b "" --method model --seed "$seed"
+    unset BUSY_STRATEGY
+    row "  long waits, spills" "$(awk '$2 == "wait" && $3 > 0.3 {printf "%s ", $3}' "$T/waits.log"); $(grep -c ' spilled ' "$T/waits.log")"
+  done
+done
+use_bin new
+for t in stencil:22 saxpy:6; do
+  for i in 1 2; do
+    waits_begin
+    micro_row "${t%%:*}$i" "${t%%:*}" "${t##*:}"
+    cp "$KLOOP_WAITS_LOG" "$O/waits_${t%%:*}$i.log"
+    cp "$T/t.log" "$O/tune_${t%%:*}$i.log"
+    unset KLOOP_WAITS_LOG
+  done
+done
+TASKS=saxpy,stencil OUT=$O/kt timeout 200 bash bench/kt_gpu/run.sh > "$T/kt.txt" 2>&1
+{ echo "== KT bench"; cat "$T/kt.txt"; } >> "$L"
+(cd "$O" && tar czf tunes.tgz tune_*.log && rm -f tune_*.log)
+tail -12 "$T/kt.txt" | cut -c1-260
+printf '%s\n' "${rows[@]}" | cut -c1-300
