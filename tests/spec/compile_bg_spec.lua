@@ -5,7 +5,10 @@ local compile = require("kloop.eval.compile")
 local sys = require("kloop.core.sys")
 
 describe("kloop.eval.compile background jobs", function()
-  after_each(function() compile.cancel_background() end)
+  after_each(function()
+    compile.background.guess_cap = nil -- (a hold a test left: compile.hold_guesses)
+    compile.cancel_background()
+  end)
 
   local function jobs(tag, n)
     local out = {}
@@ -37,6 +40,30 @@ describe("kloop.eval.compile background jobs", function()
     -- (too few slots to keep any: all of them work)
     compile.run(jobs("h", 5), { background = true, parallel = 2 })
     assert.are.equal(2, #bg.running)
+  end)
+
+  -- beside the worker's CUDA start (until its hello: W:prespawn, W:start_worker)
+  it("holds the guesses to a few while the worker starts, and starts the rest at the release", function()
+    local bg = compile.background
+    hold_running() -- (its finally is the test's one: after_each lets the hold go)
+    compile.hold_guesses(2)
+    compile.run(jobs("s", 10), { background = true, parallel = 8 })
+    assert.are.equal(2, #bg.running)
+    -- a compile needed now is not held
+    compile.run(jobs("n", 1), { background = true, parallel = 8, urgent = true })
+    assert.are.equal(3, #bg.running)
+    compile.hold_guesses(nil)
+    assert.are.equal(8 - compile.URGENT_RESERVE, #bg.running) -- (the urgent one counted among them)
+  end)
+
+  it("releases the guesses held when a worker is killed before its hello", function()
+    local wc = require("kloop.eval.worker_client")
+    hold_running()
+    compile.hold_guesses(1)
+    local w = setmetatable({ hello_sent = true }, { __index = wc.methods })
+    w:kill()
+    compile.run(jobs("k", 10), { background = true, parallel = 8 })
+    assert.are.equal(8 - compile.URGENT_RESERVE, #compile.background.running)
   end)
 
   -- the batch think chooses is mostly among the guesses queued before it
