@@ -102,4 +102,19 @@ describe("kloop's own kernels, shipped", function()
     assert.is_false(built.ok)
     assert.truthy(tostring(built.cache_error):find("cannot keep the binary", 1, true), tostring(built.cache_error))
   end)
+
+  it("are an empty table where the build finds no NVRTC, and the build goes on", function()
+    local nvrtc = require("kloop.core.nvrtc")
+    local real, real_arg = nvrtc.version, _G.arg
+    local out = os.tmpname()
+    nvrtc.version = function() return nil, "libnvrtc.so: not found" end
+    _G.arg = { out }
+    local ok, err = pcall(dofile, native.source_dir .. "/tools/own_kernels.lua")
+    nvrtc.version, _G.arg = real, real_arg
+    local text = util.read_file(out) or ""
+    os.remove(out)
+    assert.is_true(ok, tostring(err))
+    assert.truthy(text:find("const kl_own_kernel kl_own_kernels[] = {\n  {0, 0, 0, 0}", 1, true), text)
+    assert.is_nil(text:find("kl_own_1", 1, true))
+  end)
 end)
