@@ -6,15 +6,7 @@
 # table last.
 cd "$(dirname "$0")/.."
 . bench/round_lib.sh
-[ -f var/old_tune.lua ] || { echo "var/old_tune.lua is missing"; exit 1; }
-for seed in ${SEEDS:-19 11 5 21}; do
-  for b in old new; do
-    if [ $b = old ]; then export BUSY_STRATEGY=var/old_tune.lua; else unset BUSY_STRATEGY; fi
-    ab_row "model${seed}$b" $b "" --method model --seed "$seed"
-    unset BUSY_STRATEGY
-    row "  long waits, spills" "$(awk '$2 == "wait" && $3 > 0.3 {printf "%s ", $3}' "$T/waits.log"); $(grep -c ' spilled ' "$T/waits.log")"
-  done
-done
+old_new_spills ${SEEDS:-19 11 5 21}
 use_bin new
 for t in stencil:22 saxpy:6; do
   for i in 1 2; do

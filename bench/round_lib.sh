@@ -140,3 +140,18 @@ old_new_gaps() {
     done
   done
 }
+# old_new_spills SEED...: gemm_tiled model 100 for each seed with build/old/kloop and its
+# strategy in var/old_tune.lua (a commit's strategies/tune.lua, made by the caller), then
+# with build/kloop (ab_row), alternated; each run's waits over 0.3 s and its spills as a row
+old_new_spills() {
+  [ -f var/old_tune.lua ] || { echo "var/old_tune.lua is missing"; exit 1; }
+  local seed b
+  for seed in "$@"; do
+    for b in old new; do
+      if [ $b = old ]; then export BUSY_STRATEGY=var/old_tune.lua; else unset BUSY_STRATEGY; fi
+      ab_row "model${seed}$b" $b "" --method model --seed "$seed"
+      unset BUSY_STRATEGY
+      row "  long waits, spills" "$(awk '$2 == "wait" && $3 > 0.3 {printf "%s ", $3}' "$T/waits.log"); $(grep -c ' spilled ' "$T/waits.log")"
+    done
+  done
+}
