@@ -26,6 +26,8 @@ Bad usage goes to stderr with the usage text, exit 2:
   kloop V (LuaJIT V, libcurl V, SQLite V)
   $ kloop --version | grep -c '^backend: '
   1
+  $ kloop --version | grep -c '^own kernels: [0-9]* binaries shipped'
+  1
 
 -e runs chunks; cjson is preloaded:
 

@@ -18,6 +18,10 @@ function M.main(_args)
     core.curl_version(), core.sqlite_version()))
   local nv = core.nvrtc_version()
   print("nvrtc: " .. (nv or "not found"))
+  -- (kloop's own kernels as the build compiled them: kloop.eval.compile.try_shipped)
+  local n = require("kloop.native").own_binary_count()
+  print(string.format("own kernels: %d binaries shipped%s", n,
+    n > 0 and " (the common archs, for the build's NVRTC)" or " (none: compiled at run time)"))
   print((M.backend_line()))
   return 0
 end
