@@ -470,11 +470,12 @@ function W:prespawn(arch_hint)
   if arch_hint and not self.opts.arch then self:begin_compiles(arch_hint) end
   local ok, err = self:spawn()
   if not ok then return nil, err end
-  -- (fewer guesses compile beside the worker's CUDA start, until its hello: start_worker)
-  compile.hold_guesses(M.START_GUESSES)
   local sent, serr = self.proc:send(cjson.encode(self:hello_request()))
   if not sent then self:kill() return nil, serr end
   self.hello_sent = true
+  -- (fewer guesses compile beside the worker's CUDA start, until its hello: start_worker;
+  -- a worker killed or closed before it lets them go)
+  compile.hold_guesses(M.START_GUESSES)
   return true
 end
 
@@ -593,6 +594,7 @@ function W:kill()
 end
 
 function W:close()
+  if self.hello_sent then compile.hold_guesses(nil) end
   if self.proc then
     self.proc:send(cjson.encode({ op = "quit" }))
     -- (a worker under a sanitizer writes its report as it exits: opts.close_grace_ms)
