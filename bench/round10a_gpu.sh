@@ -17,9 +17,7 @@ for t in stencil:21 saxpy:12; do
 done
 for t in saxpy:6 stencil:22; do
   for i in 1 2; do
-    waits_begin
-    micro_row "${t%%:*}$i" "${t%%:*}" "${t##*:}"
-    cp "$KLOOP_WAITS_LOG" "$O/waits_${t%%:*}$i.log"
+    micro_waits "${t%%:*}$i" "${t%%:*}" "${t##*:}"
     gaps_row "$KLOOP_WAITS_LOG" "${t%%:*}$i"
     unset KLOOP_WAITS_LOG
   done

@@ -10,9 +10,7 @@ old_new_spills ${SEEDS:-19 11 5 21}
 use_bin new
 for t in stencil:22 saxpy:6; do
   for i in 1 2; do
-    waits_begin
-    micro_row "${t%%:*}$i" "${t%%:*}" "${t##*:}"
-    cp "$KLOOP_WAITS_LOG" "$O/waits_${t%%:*}$i.log"
+    micro_waits "${t%%:*}$i" "${t%%:*}" "${t##*:}"
     cp "$T/t.log" "$O/tune_${t%%:*}$i.log"
     unset KLOOP_WAITS_LOG
   done

@@ -67,6 +67,13 @@ micro_row() {
   row "$1" "$(grep -E '^run ' "$T/t.log" | sed 's/.*on //' | cut -c1-60) process $(awk "BEGIN{printf \"%.2f\", $e-$s}") s"
   { echo "== $1: ${rows[-1]}"; grep -E '^time:' "$T/t.log"; } >> "$L"
 }
+# micro_waits LABEL TASK BUDGET: micro_row with a fresh KLOOP_WAITS_LOG, kept as
+# $O/waits_LABEL.log (the variable left set: the caller reads the log, then unsets it)
+micro_waits() {
+  waits_begin
+  micro_row "$1" "$2" "$3"
+  cp "$KLOOP_WAITS_LOG" "$O/waits_$1.log"
+}
 # micro_side_by_side: saxpy (6) and stencil (22) exhaustive, twice each, old and new
 # alternated (micro_row), new in use after
 micro_side_by_side() {

@@ -9,16 +9,13 @@
 -- With no NVRTC here, OUT.c holds an empty table and the build goes on.
 local compile = require("kloop.eval.compile")
 local wc = require("kloop.eval.worker_client")
-local peaks = require("kloop.eval.peaks")
 local nvrtc = require("kloop.core.nvrtc")
 
 local out = assert(arg[1], "usage: kloop tools/own_kernels.lua OUT.c")
 -- the archs shipped: data centre and desktop parts from Ampere on (others compile at run time)
 local ARCHS = { "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120" }
 
-local sources = {}
-for _, k in ipairs(wc.OWN_KERNELS) do sources[#sources + 1] = { src = wc[k[2]], name = k[3] } end
-sources[#sources + 1] = { src = peaks.fma_source, name = "fma_peak.cu" }
+local sources = wc.own_sources(true)
 
 local function c_bytes(s)
   local parts = {}

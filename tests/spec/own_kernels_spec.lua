@@ -5,16 +5,10 @@
 -- before. Real NVRTC, no GPU.
 local compile = require("kloop.eval.compile")
 local wc = require("kloop.eval.worker_client")
-local peaks = require("kloop.eval.peaks")
 local native = require("kloop.native")
 local util = require("kloop.util")
 
-local function own_sources()
-  local list = {}
-  for _, k in ipairs(wc.OWN_KERNELS) do list[#list + 1] = { src = wc[k[2]], name = k[3] } end
-  list[#list + 1] = { src = peaks.fma_source, name = "fma_peak.cu" }
-  return list
-end
+local function own_sources() return wc.own_sources(true) end
 
 describe("kloop's own kernels, shipped", function()
   local saved, dir = compile.cache_dir, nil

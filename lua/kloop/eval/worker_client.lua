@@ -635,10 +635,9 @@ function W:begin_compiles(arch)
     local own_arch = self.arch
     self.compiles_for, self.arch = arch, arch
     local jobs = {}
-    for _, k in ipairs(M.OWN_KERNELS) do jobs[#jobs + 1] = compile.prepare(M[k[2]], { arch = arch, name = k[3] }) end
     -- (and the ceilings' FMA kernel, which the start's measurement compiles: kloop.eval.peaks)
-    if self.opts.measure_peaks ~= false and self.measured == nil then
-      jobs[#jobs + 1] = compile.prepare(require("kloop.eval.peaks").fma_source, { arch = arch, name = "fma_peak.cu" })
+    for _, k in ipairs(M.own_sources(self.opts.measure_peaks ~= false and self.measured == nil)) do
+      jobs[#jobs + 1] = compile.prepare(k.src, { arch = arch, name = k.name })
     end
     compile.run(jobs, { background = true })
     if not self.ref_job and not self.task.reference.none then
@@ -671,6 +670,16 @@ M.OWN_KERNELS = {
   { "flush", "flush_source", "kloop_l2_flush.cu", "L2 flush" },
   { "check", "check_source", "kloop_check_regions.cu", "state-check" },
   { "compare", "compare_source", "kloop_compare.cu", "comparison" } }
+
+-- The sources of kloop's own kernels, as {src, name}: M.OWN_KERNELS and, with_peaks, the
+-- ceilings' FMA kernel (kloop.eval.peaks): what a start compiles, and what the build
+-- ships (tools/own_kernels.lua).
+function M.own_sources(with_peaks)
+  local list = {}
+  for _, k in ipairs(M.OWN_KERNELS) do list[#list + 1] = { src = M[k[2]], name = k[3] } end
+  if with_peaks then list[#list + 1] = { src = require("kloop.eval.peaks").fma_source, name = "fma_peak.cu" } end
+  return list
+end
 
 function W:start_worker()
   -- (self.start_parts: seconds per step of the last start, for bench/eval_breakdown.lua)
