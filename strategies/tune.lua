@@ -356,6 +356,11 @@ local function propose_model_step(ctx, n)
   return out
 end
 
+-- Whether think's exact list offers the spill: where filling is on, the run already
+-- depends on the compilers' timing, so a candidate still compiling when the next batch
+-- has run may be carried past it (kloop.search.driver Ctx:spill_ok).
+local function spill_wanted(ctx) return (ctx.fill or 0) > 0 or nil end
+
 -- The batch the next propose returns whatever the results of this one, named to the
 -- driver exactly (so it may run one of them whose binary is ready while this batch's
 -- last ones still compile), or nil: the queue's next points (exhaustive, or a space
@@ -378,9 +383,7 @@ local function exact_next(ctx)
   end
   if not out or #out == 0 then return nil end
   out.exact = true
-  -- (where filling is on, the run already depends on the compilers' timing: a candidate
-  -- still compiling when this batch has run may be carried past it, kloop.search.driver)
-  out.spill = (ctx.fill or 0) > 0 or nil
+  out.spill = spill_wanted(ctx)
   return out
 end
 
@@ -397,7 +400,7 @@ function S.think(ctx)
   -- whose binary is ready while this batch's last ones still compile; and, where filling
   -- is on, carry those last ones past it once it has run: exact_next)
   batch.exact = true
-  batch.spill = (ctx.fill or 0) > 0 or nil
+  batch.spill = spill_wanted(ctx)
   -- and, where the batch would still wait, up to --fill of the guess past it (the points
   -- the model rates next, best first; the driver takes those whose binaries are ready
   -- first): evaluated then, they are the search's own, learnt from at the next choice
