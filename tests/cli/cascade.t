@@ -92,3 +92,15 @@ Exporting a screened candidate says that it is one:
   $ kloop export "c:$C" -o ex --force > /dev/null; grep -c '^// screened only' ex/*.c; python3 -c "import json; print(json.load(open('ex/provenance.json'))['evaluation']['stage'])"
   1
   screened
+
+After the baseline both stages go in one request: the worker screens, and promotes a
+screen within the bound itself; the full stage does not verify the screen's size and
+input set again, and counts the screen's three timed repetitions among its own. With a
+wide margin every candidate is promoted:
+
+  $ KLOOP_DB=$PWD/wide.db kloop "$TUNE" "$T" --budget 4 --seed 4 --timing-budget 0.05 --method random --cascade on --cascade-margin 100 > wide.txt; echo "exit $?"
+  exit 0
+  $ grep -o '^stages: .*' wide.txt
+  stages: full 5, screened only 0
+  $ sqlite3 wide.db "SELECT stage, count(*), sum(reason LIKE '%(the first 3 the screen''s)'), sum(json_extract(extra_json, '$.screen.reps') = 3), min(reps) >= 5 FROM evaluations GROUP BY stage"
+  full|5|4|5|1

@@ -93,6 +93,55 @@ describe("the evaluation cascade (ctx:evaluate)", function()
     assert.are.same({ full = 5, screened = 2 }, ctx.stages)
   end)
 
+  it("sends both stages in one request after the baseline, with the margin's bound, and keeps the same bests", function()
+    local script = {
+      base = { screen = OK(1.0), full = OK(3.0) },
+      near = { screen = OK(1.4), full = OK(2.5) },
+      far = { screen = OK(1.8) },
+      liar = { screen = OK(0.5), full = { verdict = "wrong", reason = "check1" } },
+      after = { screen = OK(1.45), full = OK(2.4) },
+      faster = { screen = OK(0.8), full = OK(2.3) },
+      slow = { screen = OK(1.25) },                      -- 1.25 > 1.5 x 0.8: the bound followed the new best screen
+    }
+    local ev = fake_ev(script)
+    -- the worker's side (kloop.worker.protocol cascade): screen, and full when within the bound
+    function ev:cascade(src, opts, below)
+      self.calls[#self.calls + 1] = string.format("cascade %s %.2f", src, below)
+      assert.are.equal(3, opts.reps)
+      local s = script[src].screen
+      local r = {}
+      if s.verdict == "ok" and s.time_ms <= below then
+        for k, v in pairs(script[src].full) do r[k] = v end
+        r.stage, r.screen = "full", { verdict = s.verdict, time_ms = s.time_ms, reps = 3, screen_case = "check2" }
+      else
+        for k, v in pairs(s) do r[k] = v end
+        r.stage = "screened"
+      end
+      return r
+    end
+    local ctx = ctx_with(ev)
+    local base = { source = "base", proposer = "baseline" }
+    ctx:evaluate(base)
+    ctx.baseline = base
+    local c = {}
+    for _, name in ipairs({ "near", "far", "liar", "after", "faster", "slow" }) do
+      c[name] = { source = name, proposer = "tune" }
+      ctx:evaluate(c[name])
+    end
+    -- the baseline as before (two requests: it seeds the reference); then one request each
+    assert.are.same({ "screen base", "full base", "cascade near 1.50", "ab base near", "cascade far 1.50",
+      "cascade liar 1.50", "cascade after 1.50", "ab near after", "cascade faster 1.50", "ab after faster",
+      "cascade slow 1.20" }, ev.calls)
+    assert.are.equal("full", c.near.result.stage)
+    assert.are.same({ verdict = "ok", time_ms = 1.4, reps = 3, case = "check2" }, c.near.result.screen)
+    assert.are.equal("screened", c.far.result.stage)
+    assert.are.equal("full", c.liar.result.stage)
+    assert.are.equal("wrong", c.liar.result.verdict)
+    assert.are.equal("screened", c.slow.result.stage)
+    assert.are.equal(c.faster, ctx.best)
+    assert.are.same({ full = 5, screened = 2 }, ctx.stages)
+  end)
+
   it("with the cascade off, evaluates every candidate fully, as before", function()
     local ev = fake_ev({ a = { full = OK(2.0) }, b = { full = OK(1.0) } })
     local ctx = ctx_with(ev, { cascade = "off" })

@@ -37,6 +37,9 @@ describe("kloop.eval deadlines", function()
     assert.is_true(screen < full, string.format("screen %.1f s, full %.1f s", screen, full))
     assert.is_true(screen > eval.DEADLINE_FLOOR)
     assert.matches("0.0 s of timing", src, 1, true)
+    -- both stages in one request: the full work and the screen's repetitions
+    local both = ev:deadline("cascade", { budget = 1 }, { min_reps = 3, max_reps = 3, budget = 0 })
+    assert.is_true(both > full, string.format("cascade %.1f s, full %.1f s", both, full))
     -- the cheapest check size by the cost model
     assert.is_not_true(ev:screen_case().bench)
     assert.are_not.equal("bench", ev:screen_case().label)

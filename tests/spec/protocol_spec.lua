@@ -435,6 +435,105 @@ describe("kloop.protocol: the screening stage (docs/TASKS.md, Stages)", function
   end)
 end)
 
+describe("kloop.protocol: both stages in one request (the cascade op)", function()
+  setup(function() assert(protocol.setup(sim, SPEC, REF)) end)
+  -- every launch logged as "M/set" (the set told by A's first element: the sets differ)
+  local LOGGED = [[gemm = function(p) local M, N, K, A, B, C = g.args(p)
+    _G.kloop_launches = _G.kloop_launches or {}
+    table.insert(_G.kloop_launches, M)
+    g.gemm(M, N, K, A, B, C) end]]
+  local function launches(fn)
+    _G.kloop_launches = {}
+    local r = fn()
+    local by = {}
+    for _, m in ipairs(_G.kloop_launches) do by[m] = (by[m] or 0) + 1 end
+    _G.kloop_launches = nil
+    return r, by
+  end
+  local function cascade(body, extra)
+    local req = { cubin = module(body), plans = plans(), screen_case = "check2",
+      screen_timing = { min_reps = 3, max_reps = 3, budget = 0 }, timing = { budget = 0.05, min_reps = 5, max_reps = 8 } }
+    for k, v in pairs(extra or {}) do req[k] = v end
+    return protocol.cascade(sim, req)
+  end
+
+  it("promotes within the bound and runs the full protocol without the screen's size and set again", function()
+    local r, by = launches(function() return cascade(LOGGED) end)
+    assert.are.equal("ok", r.verdict, r.reason)
+    assert.are.equal("full", r.stage)
+    assert.are.equal("ok", r.screen.verdict)
+    assert.are.equal(3, r.screen.reps)
+    assert.are.equal("check2", r.screen.screen_case)
+    assert.are.equal(3, r.screen_reps_reused)
+    assert.is_true(r.reps >= 5 and r.reps <= 8 and #r.samples == r.reps)
+    assert.matches("verified on 3 sizes x 2 input sets; timed %d+ repetitions %(the first 3 the screen's%)", r.reason)
+    -- check2 (M = 1): the screen's set 1, then set 2 and the repeat (3, as a full
+    -- evaluation alone runs it); check1 (M = 5) 2 sets + a repeat; bench (M = 16): 2 sets
+    -- + a repeat, and the timed repetitions (the screen's among them)
+    assert.are.equal(3, by[1])
+    assert.are.equal(3, by[5])
+    assert.are.equal(3 + r.reps, by[16])
+  end)
+
+  it("stops at the screen when its median is above the bound", function()
+    local r, by = launches(function() return cascade(LOGGED, { promote_below = 1e-12 }) end)
+    assert.are.equal("ok", r.verdict, r.reason)
+    assert.are.equal("screened", r.stage)
+    assert.are.equal(3, r.reps)
+    assert.is_nil(r.screen)
+    assert.are.same({ [1] = 1, [16] = 3 }, by)
+  end)
+
+  it("fails at the screen for a kernel wrong on the screen's size, and in the full stage for one wrong elsewhere", function()
+    local s = cascade([[gemm = function(p) local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C)
+      if M == 1 then C[0] = C[0] + 1 end end]])
+    assert.are.equal("wrong", s.verdict)
+    assert.are.equal("screened", s.stage)
+    assert.are.equal("check2", s.evidence.case)
+    local f = cascade([[gemm = function(p) local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C)
+      if M == 5 then C[2] = C[2] + 1 end end]])
+    assert.are.equal("wrong", f.verdict)
+    assert.are.equal("full", f.stage)
+    assert.are.equal("check1", f.evidence.case)
+    assert.are.equal("ok", f.screen.verdict)
+    -- wrong only on the screen's size with the second input set: the full stage runs that set
+    local s2 = cascade([[gemm = function(p) local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C)
+      if M == 1 and A[0] < 0 then C[0] = C[0] + 1 end end]])
+    assert.are.equal("full", s2.stage)
+    assert.are.equal("wrong", s2.verdict, s2.reason)
+    assert.are.equal("check2", s2.evidence.case)
+    assert.are.equal(2, s2.evidence.set)
+  end)
+
+  it("runs the screen's size's repeat in the full stage (a kernel that differs on its second launch)", function()
+    local r = cascade([[gemm = function(p) local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C)
+      _G.kloop_n1 = (_G.kloop_n1 or 0) + (M == 1 and 1 or 0)
+      if M == 1 and _G.kloop_n1 == 3 then C[0] = C[0] * (1 + 1e-6) + 1e-6 end end]])
+    _G.kloop_n1 = nil
+    assert.are.equal("full", r.stage)
+    assert.are.equal("nondeterministic", r.verdict, r.reason)
+    assert.are.equal("check2", r.evidence.case)
+  end)
+
+  it("keeps the stage reached when the state check after the candidate changes the verdict", function()
+    local o = cascade([[gemm = function(p)
+      local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C)
+      local st = require("kloop.worker.protocol").debug_state()
+      -- (check1's copy, written in the full stage's bench launches, after check1 was
+      -- verified: found by the check after the candidate alone)
+      _G.kloop_n16 = (_G.kloop_n16 or 0) + (M == 16 and 1 or 0)
+      if M == 16 and _G.kloop_n16 > 3 then ffi.cast("float*", st.cases[1].sets[2].dev_inputs[4])[1] = 7 end end]])
+    _G.kloop_n16 = nil
+    assert.are.equal("out_of_bounds", o.verdict, o.reason)
+    assert.matches("state check after the candidate", o.evidence.phase, 1, true)
+    assert.are.equal("ok", o.evidence.prior_verdict)
+    assert.are.equal("full", o.stage)
+    assert.are.equal("ok", o.screen.verdict)
+    local again = cascade([[gemm = function(p) g.gemm(g.args(p)) end]])
+    assert.are.equal("ok", again.verdict, again.reason)
+  end)
+end)
+
 -- Inputs drawn on the device (issue 15): no host fill and no copy at setup; the same
 -- bits, digests and verdicts as the host path; the host copy drawn only when something
 -- needs it; an input a kernel damaged drawn again where it is.

@@ -636,13 +636,22 @@ local function accounted(self) return (self.spent.compile or 0) + (self.spent.wo
 -- sentinel's re-evaluations alike: the request, the derived rates, the stage and the
 -- wall time on the result, and the slowest verified bench time kept for deadlines (a
 -- screened median is a real bench time too: it may only lengthen them).
+-- stage "cascade": both stages in one request (Evaluator:cascade); the reply says which
+-- it reached, and a request that got no reply (a crash, a timeout) counts as screened.
 function Evaluator:judge(stage, src, opts)
   local t0 = sys.now()
   local before = accounted(self)
-  local extra
-  if stage == "screened" then extra = { screen_case = self:screen_case().label }
+  local extra, op = nil, "evaluate"
+  if stage == "screened" then extra, op = { screen_case = self:screen_case().label }, "screen"
+  elseif stage == "cascade" then
+    extra, op = { screen_case = self:screen_case().label, screen_timing = self:timing(opts.screen_timing),
+      promote_below = opts.promote_below }, "cascade"
   elseif opts.verify_only then extra = { verify_only = true } end
-  local result = self:derive(self:submit(stage == "screened" and "screen" or "evaluate", src, opts, extra), opts.defines)
+  local result = self:derive(self:submit(op, src, opts, extra), opts.defines)
+  if stage == "cascade" then
+    stage = result.stage == "full" and "full" or "screened"
+    if result.screen then result.screen.wall_seconds = nil end
+  end
   result.stage = stage
   result.wall_seconds = sys.now() - t0
   -- (the evaluator's own host work around the request: plans, binaries read, results)
@@ -683,6 +692,24 @@ function Evaluator:screen(src, opts)
   sopts.timing = { min_reps = reps, max_reps = reps, budget = 0 }
   local result = self:judge("screened", src or self.task.source, sopts)
   self:watch(src or self.task.source, sopts, result)
+  return result
+end
+
+-- The cascade's two stages in one request (docs/TASKS.md, "Stages"): the screen as
+-- Evaluator:screen runs it, then in the same request, when the screen is ok and its
+-- median is at most promote_below ms (nil: always), the full protocol without what the
+-- screen did already (kloop.worker.protocol cascade). The result is the stage reached:
+-- "screened", or "full" with result.screen the screen's summary.
+function Evaluator:cascade(src, opts, promote_below)
+  opts = opts or {}
+  local reps = opts.reps or self.opts.screen_reps or M.SCREEN_REPS
+  local copts = {}
+  for k, v in pairs(opts) do copts[k] = v end
+  copts.screen_timing = { min_reps = reps, max_reps = reps, budget = 0 }
+  copts.promote_below = promote_below
+  local result = self:judge("cascade", src or self.task.source, copts)
+  self:watch(src or self.task.source, result.stage == "screened" and { defines = opts.defines, name = opts.name,
+    timing = copts.screen_timing } or opts, result)
   return result
 end
 

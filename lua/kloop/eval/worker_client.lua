@@ -365,7 +365,7 @@ M.DEADLINE_FLOOR, M.DEADLINE_FACTOR, M.DEADLINE_FIRST = 5, 4, 120
 -- Seconds between two readings of the background compilers while a request waits.
 M.PUMP_EVERY = 0.005
 
-function W:deadline(op, timing)
+function W:deadline(op, timing, screen_timing)
   if self.opts.deadline then return self.opts.deadline, "the run's --deadline" end
   if self.task.deadline then return self.task.deadline, "the task's deadline" end
   local ref = self.work_ref
@@ -378,6 +378,7 @@ function W:deadline(op, timing)
   end
   -- verification: every size x (sets + a repeat); timing: at least min_reps, checks included.
   -- A screen verifies one size with one set, and its timing has no budget to spend.
+  -- A cascade (both stages in one request) may run the screen's repetitions and the full work.
   local launches = 0
   if op == "screen" then
     launches = scale(self:screen_case().size)
@@ -386,6 +387,7 @@ function W:deadline(op, timing)
   end
   timing = timing or {}
   local reps = (timing.min_reps or 5) + 3
+  if op == "cascade" then reps = reps + ((screen_timing or {}).max_reps or 3) end
   local ncand = op == "compare" and 2 or 1
   if op == "profile" then reps = reps + 4 + 16 end -- activity runs and metric passes
   local work = ncand * (launches + reps) * ref.ms * 1e-3
@@ -804,7 +806,7 @@ end
 
 -- Sends a request that runs candidate code; a dead or hung worker becomes a verdict.
 function W:run_request(req)
-  local deadline, source = self:deadline(req.op, req.timing)
+  local deadline, source = self:deadline(req.op, req.timing, req.screen_timing)
   local t0 = sys.now()
   local reply, kind, msg = self:request(req, deadline)
   self:spend("worker", t0)

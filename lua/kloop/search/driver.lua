@@ -75,13 +75,27 @@ end
 -- strategy marks full = true; otherwise a screen, promoted to the full protocol when
 -- worth it. The result is the last stage's (result.stage), with result.screen the
 -- screen's summary when one ran before a full evaluation.
+-- After the baseline both stages go in one request (ev:cascade): the worker promotes a
+-- screen within the margin of the fastest screen so far itself, and the full stage
+-- reuses the screen's verified size and timed repetitions.
 function Ctx:run_stages(cand, ev)
   ev = ev or self.ev
   local opts = { defines = cand.defines, name = cand.name, timing = { budget = self.opts.timing_budget } }
   if self.opts.cascade ~= "on" or cand.full then return ev:evaluate(cand.source, opts) end
+  local baseline = cand.proposer == "baseline"
+  if not baseline and self.best_screen and ev.cascade then
+    opts.reps = self.opts.screen_reps
+    local r = ev:cascade(cand.source, opts, self.opts.cascade_margin * self.best_screen)
+    local s = r.stage == "full" and r.screen or r
+    -- (as worth_full would: the fastest screen so far, unless its full evaluation failed)
+    if s and s.verdict == "ok" and s.time_ms and s.time_ms < self.best_screen and (r.stage ~= "full" or r.verdict == "ok") then
+      self.best_screen = s.time_ms
+    end
+    if r.stage == "full" then r.screen = M.screen_summary(s) end
+    return r
+  end
   local sopts = { defines = cand.defines, name = cand.name, reps = self.opts.screen_reps }
   local s = ev:screen(cand.source, sopts)
-  local baseline = cand.proposer == "baseline"
   if sys.interrupted() then return s end
   if s.verdict ~= "ok" and not baseline then return s end
   local before = self.best_screen

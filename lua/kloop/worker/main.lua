@@ -15,8 +15,9 @@ local function send(tbl) return proc.chan_send(4, cjson.encode(tbl)) end
 
 -- Requests that run candidates: each is the protocol function of the same name and
 -- always answers with a result table (a failing candidate is a verdict, not an error).
--- (screen: the cascade's first stage, protocol.screen)
-local CANDIDATE_OPS = { evaluate = true, screen = true, compare = true, profile = true }
+-- (screen: the cascade's first stage, protocol.screen; cascade: both stages in one
+-- request, protocol.cascade)
+local CANDIDATE_OPS = { evaluate = true, screen = true, cascade = true, compare = true, profile = true }
 
 function M.main(args)
   cjson.encode_sparse_array(true)

@@ -795,7 +795,9 @@ local function after_candidate(be, result)
     if bad then
       if result.verdict ~= "out_of_bounds" then
         bad.evidence.prior_verdict = result.verdict
-        for k in pairs(result) do if k ~= "resources" and k ~= "eval_seconds" then result[k] = nil end end
+        -- (the stage it reached stays: a cascade's reply says it itself)
+        local keep = { resources = true, eval_seconds = true, stage = true, screen = true, screen_case = true }
+        for k in pairs(result) do if not keep[k] then result[k] = nil end end
         result.verdict, result.reason, result.evidence = bad.verdict, bad.reason, bad.evidence
       end
     end
@@ -1196,18 +1198,23 @@ end
 -- determinism run per case. Returns nil when the candidate passes, or a verdict.
 -- scope (screening, docs/TASKS.md "Stages"): {cases = {case}, nsets = 1, determinism =
 -- false} narrows it to the cases and input sets given, with or without the repeat.
+-- scope.done = {label -> set}: that case's set was verified already on this loaded
+-- candidate (a cascade's screen, M.cascade) and is not run again; its repeat is.
 local function verify(be, spec, cand, scope)
   scope = scope or {}
+  local done = scope.done or {}
   for _, case in ipairs(scope.cases or state.cases) do
     local kernels = cand.plans[case.label]
     local params = build_params(spec, case, nil, cand)
     for s = 1, scope.nsets or spec.nsets do
-      -- (the outputs' digests read with the launch's regions: comparing them reads only)
-      local v, fatal, d = run_once(be, spec, case, s, kernels, params)
-      if not v then v, fatal, d = check_launch(be, spec, case, s, nil, true) end
-      if not v then v, fatal = check_outputs(be, spec, case, s) end
-      if not v then v, fatal = record_digests(be, cand, case, s, d) end
-      if v then return fail_with(cand, v, fatal) end
+      if done[case.label] ~= s then
+        -- (the outputs' digests read with the launch's regions: comparing them reads only)
+        local v, fatal, d = run_once(be, spec, case, s, kernels, params)
+        if not v then v, fatal, d = check_launch(be, spec, case, s, nil, true) end
+        if not v then v, fatal = check_outputs(be, spec, case, s) end
+        if not v then v, fatal = record_digests(be, cand, case, s, d) end
+        if v then return fail_with(cand, v, fatal) end
+      end
     end
     local last = scope.nsets or spec.nsets
     -- the repeat: one more run on the last set's inputs; outputs that hash like the
@@ -1334,8 +1341,10 @@ end
 -- machine state. Stops when the CI is within target (precise_enough), or at the budget; a pair
 -- stops at the end of a block only. Outputs of timed launches are re-verified (the first
 -- two repetitions and the last), with the inputs rotating between sets.
+-- seed (one candidate only): samples timed already under this protocol on the same
+-- loaded candidate (a cascade's screen): they count as the first repetitions.
 -- Returns samples per candidate, or nil, index of the failing candidate, verdict, fatal.
-local function time_interleaved(be, spec, cands, timing)
+local function time_interleaved(be, spec, cands, timing, seed)
   timing = timing or {}
   local case = bench_case()
   local params = build_params(spec, case)
@@ -1349,6 +1358,7 @@ local function time_interleaved(be, spec, cands, timing)
   local target = timing.target_ci or 0.01
   local samples = {}
   for c = 1, #cands do samples[c] = {} end
+  for k, ms in ipairs(seed or {}) do samples[1][k] = ms end
   -- a backend whose region checks run on the device checks every repetition; one that
   -- digests on the CPU (the host backend) the first two and the last
   local every = be.checks_on_device == true
@@ -1357,7 +1367,7 @@ local function time_interleaved(be, spec, cands, timing)
     if c then return nil, c, wv, wf end
   end
   local tstart = sys.now()
-  local r = 0
+  local r = #samples[1]
   while true do
     r = r + 1
     local s = (r - 1) % spec.nsets + 1
@@ -1459,6 +1469,62 @@ end
 function M.screen(be, req)
   req.stage = "screen"
   return M.evaluate(be, req)
+end
+
+-- The cascade in one request (worker op "cascade", docs/TASKS.md "Stages"): the screen
+-- as M.screen runs it (req.screen_timing its repetitions), then, when the screen is ok
+-- and its median at most req.promote_below ms, the full protocol on the same loaded
+-- candidate. The full stage does not run again what the screen did on it: the screen's
+-- verified size and input set (its repeat runs, as every size's does) and its timed
+-- repetitions, which count as the first of the full timing (the same protocol: reloaded,
+-- cold, every output verified). Returns the screen's result (stage "screened"), or the
+-- full one (stage "full") with result.screen the screen's summary.
+function M.cascade(be, req)
+  if not state then return { verdict = "launch_error", reason = "worker has no task (setup first)" } end
+  local spec = state.spec
+  local t0 = sys.now()
+  local cand, v = load_candidate(be, req)
+  if not cand then
+    v.stage = "screened"
+    return after_candidate(be, v)
+  end
+  local scase = screen_case(req)
+  local result = verify(be, spec, cand, { cases = { scase }, nsets = 1, determinism = false })
+  local seed
+  if not result then
+    local before = be.sample and be.sample() or nil
+    local samples, _, tv, fatal = time_interleaved(be, spec, { cand }, req.screen_timing)
+    result = samples and timing_result(samples[1], cand, req.floor_ms) or fail_with(cand, tv, fatal)
+    if samples and be.sample then result.clocks = { before = before, after = be.sample() } end
+    if samples and result.verdict == "ok" then
+      seed = samples[1]
+      result.reason = string.format("screened: verified on %s x 1 input set; timed %d repetitions at the bench size",
+        scase.label, #seed)
+    end
+  end
+  result.stage, result.screen_case = "screened", scase.label
+  result.eval_seconds = sys.now() - t0
+  if not seed or (req.promote_below and result.time_ms > req.promote_below) then
+    unload_cand(be, cand)
+    return after_candidate(be, result)
+  end
+  local screen = { verdict = result.verdict, time_ms = result.time_ms, reps = result.reps,
+    screen_case = scase.label, eval_seconds = result.eval_seconds }
+  local full = verify(be, spec, cand, { done = { [scase.label] = 1 } })
+  if not full then
+    local before = be.sample and be.sample() or nil
+    local samples, _, tv, fatal = time_interleaved(be, spec, { cand }, req.timing, seed)
+    full = samples and timing_result(samples[1], cand, req.floor_ms) or fail_with(cand, tv, fatal)
+    if samples and be.sample then full.clocks = { before = before, after = be.sample() } end
+    if samples then
+      full.reason = full.reason .. string.format(" (the first %d the screen's)", #seed)
+      full.screen_reps_reused = #seed
+    end
+  end
+  full.stage, full.screen = "full", screen
+  unload_cand(be, cand)
+  full.eval_seconds = sys.now() - t0
+  return after_candidate(be, full)
 end
 
 -- Profiles one candidate on the bench case, never inside the timing: verification
