@@ -17,7 +17,7 @@ casc_row() { # LABEL VARIANT TASK BUDGET OPTIONS...
   $K tune "kernels/$task.lua" --method exhaustive --budget "$budget" --no-store --profile none --promote off --seed 1 "$@" > "$T/t.log" 2>&1
   e=$(date +%s.%N)
   row "$label" "$(grep -E '^run ' "$T/t.log" | sed 's/.*on //' | cut -c1-60) process $(awk "BEGIN{printf \"%.2f\", $e-$s}") s"
-  row "  stages, best" "$(grep -E '^stages:' "$T/t.log" | cut -c9-60); $(grep -E '^best:' "$T/t.log" | cut -c11-120)"
+  row "  stages, best" "$(grep -E '^verdicts:' "$T/t.log" | cut -c11-60); $(grep -E '^stages:' "$T/t.log" | cut -c9-60); $(grep -E '^best:' "$T/t.log" | cut -c11-100)"
   { echo "== $label: ${rows[-2]}"; grep -E '^(time|stages|best):' "$T/t.log"; } >> "$L"
 }
 for i in 1 2; do

@@ -1124,16 +1124,27 @@ local function reload_for_timing(be, cand, case)
   if not syms then return nil, verdict(sfatal and "crashed" or "launch_error", "module reload: " .. tostring(serr)), sfatal end
   r.syms = syms
   if case.bench then cand.syms = syms end
-  local kernels = {}
-  for k, l in ipairs(cand.req.plans[case.label]) do
-    local fn, m2, f2 = be.func(mod, l.entry)
-    if not fn then return nil, verdict(f2 and "crashed" or "launch_error", m2), f2 end
-    local ok, m3, f3 = be.prepare_launch(fn, l.smem)
-    if not ok then return nil, verdict(f3 and "crashed" or "launch_error", m3), f3 end
-    kernels[k] = { fn = fn, grid = l.grid, block = l.block, smem = l.smem }
+  -- every case whose launches use this module gets its functions from the new one (one
+  -- binary for every size: a cascade verifies the other sizes after the screen's timing)
+  for _, c in ipairs(state.cases) do
+    if cand.cases[c.label] == r then
+      local kernels = {}
+      for k, l in ipairs(cand.req.plans[c.label]) do
+        local fn = r.fns[l.entry]
+        if not fn then
+          local m2, f2
+          fn, m2, f2 = be.func(mod, l.entry)
+          if not fn then return nil, verdict(f2 and "crashed" or "launch_error", m2), f2 end
+          r.fns[l.entry] = fn
+        end
+        local ok, m3, f3 = be.prepare_launch(fn, l.smem)
+        if not ok then return nil, verdict(f3 and "crashed" or "launch_error", m3), f3 end
+        kernels[k] = { fn = fn, grid = l.grid, block = l.block, smem = l.smem }
+      end
+      cand.plans[c.label] = kernels
+    end
   end
-  cand.plans[case.label] = kernels
-  return kernels
+  return cand.plans[case.label]
 end
 
 local function fail_with(cand, v, fatal)

@@ -23,13 +23,21 @@ function M.unload(mod)
   for name, p in pairs(mod.globals or {}) do M.free(p) mod.globals[name] = nil end
   mod.ptr = nil
 end
+-- (each function's module, as the driver knows it: a launch of a function whose module
+-- was unloaded fails as CUDA's does, with an invalid handle)
+local owner = setmetatable({}, { __mode = "k" })
 function M.func(mod, entry)
   local fn = entry ~= "globals" and mod.kernels[entry]
   if not fn then return nil, "kernel '" .. entry .. "' not found" end
   -- (a module without globals gets its kernel itself: sim_evaluator's clock turns the JIT off for it)
-  if next(mod.globals) == nil then return fn end
+  if next(mod.globals) == nil then
+    owner[fn] = mod
+    return fn
+  end
   jit.off(fn)
-  return function(params, grid, block) return fn(params, grid, block, mod.globals) end
+  local f = function(params, grid, block) return fn(params, grid, block, mod.globals) end
+  owner[f] = mod
+  return f
 end
 function M.symbol(mod, name)
   if not mod.globals[name] then return nil, "symbol '" .. name .. "' not found in the module (simulated)" end
@@ -91,6 +99,8 @@ function M.launch(fn, grid, block, smem, params)
     M.fail_next = nil
     return nil, f.msg, f.fatal
   end
+  local m = owner[fn]
+  if m and m.ptr == nil then return nil, "invalid resource handle (the function's module was unloaded)" end
   M.launches = M.launches + 1
   -- A full collection before every launch: parameter slots that are not anchored to
   -- their array would be freed here, and the kernel would read garbage.
