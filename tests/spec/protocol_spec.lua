@@ -393,7 +393,8 @@ describe("kloop.protocol: the screening stage (docs/TASKS.md, Stages)", function
     assert.is_nil(f.stage)
     assert.are.equal(3, fby[1])
     assert.are.equal(3, fby[5])
-    assert.is_true(fby[16] >= 3 + 3)
+    -- (the bench size verified on its timed launches: no launches of its own)
+    assert.are.equal(f.reps, fby[16])
   end)
 
   it("picks the check case with the fewest bytes when the parent names none (the screen op)", function()
@@ -468,11 +469,12 @@ describe("kloop.protocol: both stages in one request (the cascade op)", function
     assert.is_true(r.reps >= 5 and r.reps <= 8 and #r.samples == r.reps)
     assert.matches("verified on 3 sizes x 2 input sets; timed %d+ repetitions %(the first 3 the screen's%)", r.reason)
     -- check2 (M = 1): the screen's set 1, then set 2 and the repeat (3, as a full
-    -- evaluation alone runs it); check1 (M = 5) 2 sets + a repeat; bench (M = 16): 2 sets
-    -- + a repeat, and the timed repetitions (the screen's among them)
+    -- evaluation alone runs it); check1 (M = 5) 2 sets + a repeat; bench (M = 16): the
+    -- timed repetitions alone (the screen's among them), verified as they run
     assert.are.equal(3, by[1])
     assert.are.equal(3, by[5])
-    assert.are.equal(3 + r.reps, by[16])
+    assert.are.equal(r.reps, by[16])
+    assert.matches("(the bench size verified on its timed launches)", r.reason, 1, true)
   end)
 
   it("stops at the screen when its median is above the bound", function()
@@ -707,26 +709,33 @@ describe("kloop.protocol: outputs checked by digest", function()
 
   it("checks the outputs of every timed launch, not only the first two and the last", function()
     assert(protocol.setup(sim, SPEC, REF))
-    -- bench launches: 2 sets, the repeat, then timed launches 1..8; the 4th timed is wrong
-    local r = evaluate(COUNTED:format([[if M == 16 and k == 3 + 4 then C[5] = C[5] + 0.5 end]]), { timing = EIGHT })
+    -- bench launches: timed launches 1..8 (the bench size verified on them); the 4th is wrong
+    local r = evaluate(COUNTED:format([[if M == 16 and k == 4 then C[5] = C[5] + 0.5 end]]), { timing = EIGHT })
     assert.are.equal("wrong", r.verdict, r.reason)
     assert.matches("timed launch 4", r.reason, 1, true)
   end)
 
   it("flags a repeat that differs from the verified run even when a third run matches the repeat", function()
     assert(protocol.setup(sim, SPEC, REF))
-    -- exact on the two verified runs, then off by one part in 10^7 from the repeat on
-    local r = evaluate(COUNTED:format([[if M == 16 and k > 2 then C[0] = C[0] * (1 + 1e-7) end]]), { timing = EIGHT })
+    -- exact on the two verified runs, then off by one part in 10^7 from the repeat on:
+    -- verified before the timing (a timing too short to verify in: 2 repetitions for 2
+    -- sets and a repeat), the repeat; verified on the timed launches, the third
+    local COUNTED_OFF = COUNTED:format([[if M == 16 and k > 2 then C[0] = C[0] * (1 + 1e-7) end]])
+    local r = evaluate(COUNTED_OFF, { timing = { budget = 0, min_reps = 2, max_reps = 2 } })
     assert.are.equal("nondeterministic", r.verdict, r.reason)
     assert.matches("bench", r.reason, 1, true)
+    _G.cnt = nil
+    local t = evaluate(COUNTED_OFF, { timing = EIGHT })
+    assert.are.equal("nondeterministic", t.verdict, t.reason)
+    assert.matches("timed launch 3: the outputs on input set 1 differ", t.reason, 1, true)
   end)
 
   it("calls different bits within the tolerance at a timed launch nondeterministic when the task asks for exact repeats", function()
     assert(protocol.setup(sim, SPEC, REF))
-    -- exact through verification and the repeat, then one part in 10^6 off at the 2nd timed launch
-    local r = evaluate(COUNTED:format([[if M == 16 and k == 3 + 2 then C[0] = C[0] * (1 + 1e-6) end]]), { timing = EIGHT })
+    -- exact through each set's first launch and the repeat, then one part in 10^6 off at the 4th
+    local r = evaluate(COUNTED:format([[if M == 16 and k == 4 then C[0] = C[0] * (1 + 1e-6) end]]), { timing = EIGHT })
     assert.are.equal("nondeterministic", r.verdict, r.reason)
-    assert.matches("timed launch 2", r.reason, 1, true)
+    assert.matches("timed launch 4", r.reason, 1, true)
   end)
 
   it("passes noise within the tolerance when the task allows nondeterminism", function()
@@ -741,11 +750,72 @@ describe("kloop.protocol: outputs checked by digest", function()
     assert.are.equal(8, r.reps)
     -- and a timed launch outside the tolerance is still wrong
     _G.cnt = nil
-    req.cubin = module(COUNTED:format([[if M == 16 and k == 3 + 5 then C[0] = C[0] + 10 end]]))
+    req.cubin = module(COUNTED:format([[if M == 16 and k == 5 then C[0] = C[0] + 10 end]]))
     local w = protocol.evaluate(sim, req)
     assert.are.equal("wrong", w.verdict, w.reason)
     assert.matches("timed launch 5", w.reason, 1, true)
     assert(protocol.setup(sim, SPEC, REF))
+  end)
+end)
+
+-- The bench size verified on its timed launches (issue 15): where every timed launch is
+-- checked on the device and the timing has a launch per input set and one more, each
+-- set's first timed launch is a verification launch, and the later ones repeat its bits.
+describe("kloop.protocol: the bench size verified on its timed launches", function()
+  local EIGHT = { budget = 0, min_reps = 8, max_reps = 8 }
+  local COUNTED = [[gemm = function(p)
+    local M, N, K, A, B, C = g.args(p)
+    _G.cnt = (_G.cnt or 0) + (M == 16 and 1 or 0)
+    local k = _G.cnt
+    %s
+  end]]
+  setup(function() assert(protocol.setup(sim, SPEC, REF)) end)
+  before_each(function() _G.cnt = nil end)
+  local function bench_launches(body, timing)
+    _G.cnt = nil
+    local r = evaluate(COUNTED:format(body), { timing = timing or EIGHT })
+    return r, _G.cnt or 0
+  end
+
+  it("launches the bench size only in its timing, and says so", function()
+    local r, n = bench_launches("g.gemm(M, N, K, A, B, C)")
+    assert.are.equal("ok", r.verdict, r.reason)
+    assert.are.equal(8, n)
+    assert.are.equal(8, r.reps)
+    assert.matches("verified on 3 sizes x 2 input sets; timed 8 repetitions (the bench size verified on its timed launches)",
+      r.reason, 1, true)
+  end)
+
+  it("compares each set's first timed launch with the reference: wrong on the very first launch only", function()
+    -- (its digests would be the ones the later launches repeat: it must be judged itself)
+    local r = bench_launches("g.gemm(M, N, K, A, B, C) if M == 16 and k == 1 then C[3] = C[3] + 0.25 end")
+    assert.are.equal("wrong", r.verdict, r.reason)
+    assert.matches("input set 1, timed launch 1", r.reason, 1, true)
+    local r2 = bench_launches("g.gemm(M, N, K, A, B, C) if M == 16 and k == 2 then C[3] = C[3] + 0.25 end")
+    assert.are.equal("wrong", r2.verdict, r2.reason)
+    assert.matches("input set 2, timed launch 2", r2.reason, 1, true)
+  end)
+
+  it("finds unwritten outputs and changed inputs on a timed launch", function()
+    local u = bench_launches("if M ~= 16 or k ~= 2 then g.gemm(M, N, K, A, B, C) end")
+    assert.are.equal("unwritten", u.verdict, u.reason)
+    assert.are.equal("bench", u.evidence.case)
+    local i = bench_launches("g.gemm(M, N, K, A, B, C) if M == 16 and k == 3 then A[0] = A[0] + 1 end")
+    assert.are.equal("inputs_modified", i.verdict, i.reason)
+    assert(protocol.setup(sim, SPEC, REF))
+  end)
+
+  it("verifies the bench size first where the timing is too short, or the checks are not on the device", function()
+    local r, n = bench_launches("g.gemm(M, N, K, A, B, C)", { budget = 0, min_reps = 2, max_reps = 2 })
+    assert.are.equal("ok", r.verdict, r.reason)
+    assert.are.equal(3 + 2, n) -- 2 sets and the repeat, then the 2 timed
+    assert.is_nil(r.reason:find("on its timed launches", 1, true))
+    sim.checks_on_device = false
+    _G.cnt = nil
+    local h, hn = bench_launches("g.gemm(M, N, K, A, B, C)")
+    sim.checks_on_device = true
+    assert.are.equal("ok", h.verdict, h.reason)
+    assert.are.equal(3 + 8, hn)
   end)
 end)
 

@@ -1405,6 +1405,12 @@ local function time_interleaved(be, spec, cands, timing, seed)
       local checked = every or r <= 2 or done
       local v2, f2, d = check_launch(be, spec, case, checked and s or nil, phase, checked)
       if not v2 and checked then v2, f2 = check_again(be, spec, cand, case, s, phase, d) end
+      -- the first verified outputs of an input set (the bench size not verified before its
+      -- timing: M.evaluate, a screen): their digests are the ones later launches on the
+      -- set must repeat, bit for bit where the task asks for exact repeats
+      if not v2 and checked and not (cand.digests and cand.digests[case.label] and cand.digests[case.label][s]) then
+        v2, f2 = record_digests(be, cand, case, s, d)
+      end
       if v2 then return nil, c, v2, f2 end
     end
     if done then break end
@@ -1443,6 +1449,27 @@ local function screen_case(req)
   return best or bench_case()
 end
 
+-- Whether a full evaluation verifies the bench size on its timed launches rather than
+-- before them: where every timed launch is checked on the device (its regions, inputs
+-- and outputs' digests) and the timing runs at least one launch per input set and one
+-- more, each set's first timed launch is verified as a verification launch is (poisoned
+-- outputs, the reference, unchanged inputs: check_again), its digests are kept
+-- (time_interleaved), and the next launch on that set must repeat them: the same checks,
+-- with no bench launches of their own. Elsewhere (the host backend checks the first two
+-- and the last repetitions only) the bench size is verified first, as before.
+local function timed_verifies(be, spec, timing)
+  local min_reps = (timing or {}).min_reps or 5
+  return be.checks_on_device == true and (timing or {}).reload ~= false and min_reps >= spec.nsets + 1
+end
+local IN_TIMING = " (the bench size verified on its timed launches)"
+
+-- Every case but the bench one.
+local function sizes_but_bench()
+  local bc, list = bench_case(), {}
+  for _, case in ipairs(state.cases) do if case ~= bc then list[#list + 1] = case end end
+  return list
+end
+
 -- Evaluates one candidate: req = {cubin, plans = {label -> plan}, timing = {...}, floor_ms}.
 -- req.stage = "screen": the first stage of the cascade (docs/TASKS.md, "Stages"): one
 -- check size with one input set and no determinism run, then a few timed repetitions
@@ -1456,7 +1483,10 @@ function M.evaluate(be, req)
   if not cand then return after_candidate(be, v) end
   local screening = req.stage == "screen"
   local scase = screening and screen_case(req) or nil
-  local result = verify(be, spec, cand, screening and { cases = { scase }, nsets = 1, determinism = false } or nil)
+  local in_timing = not screening and not req.verify_only and timed_verifies(be, spec, req.timing)
+  local scope = screening and { cases = { scase }, nsets = 1, determinism = false } or nil
+  if in_timing then scope = { cases = sizes_but_bench() } end
+  local result = verify(be, spec, cand, scope)
   if not result and req.verify_only then
     result = { verdict = "ok", reason = "verified on " .. #state.cases .. " sizes x " .. spec.nsets .. " input sets (not timed)",
       resources = cand.resources, verified_only = true }
@@ -1465,6 +1495,7 @@ function M.evaluate(be, req)
     local samples, _, tv, fatal = time_interleaved(be, spec, { cand }, req.timing)
     result = samples and timing_result(samples[1], cand, req.floor_ms) or fail_with(cand, tv, fatal)
     if samples and be.sample then result.clocks = { before = before, after = be.sample() } end
+    if samples and in_timing then result.reason = result.reason .. IN_TIMING end
     if samples and screening and result.verdict == "ok" then
       result.reason = string.format("screened: verified on %s x 1 input set; timed %d repetitions at the bench size",
         scase.label, #samples[1])
@@ -1521,14 +1552,16 @@ function M.cascade(be, req)
   end
   local screen = { verdict = result.verdict, time_ms = result.time_ms, reps = result.reps,
     screen_case = scase.label, eval_seconds = result.eval_seconds }
-  local full = verify(be, spec, cand, { done = { [scase.label] = 1 } })
+  local in_timing = timed_verifies(be, spec, { min_reps = math.max((req.timing or {}).min_reps or 5, #seed),
+    reload = (req.timing or {}).reload })
+  local full = verify(be, spec, cand, { done = { [scase.label] = 1 }, cases = in_timing and sizes_but_bench() or nil })
   if not full then
     local before = be.sample and be.sample() or nil
     local samples, _, tv, fatal = time_interleaved(be, spec, { cand }, req.timing, seed)
     full = samples and timing_result(samples[1], cand, req.floor_ms) or fail_with(cand, tv, fatal)
     if samples and be.sample then full.clocks = { before = before, after = be.sample() } end
     if samples then
-      full.reason = full.reason .. string.format(" (the first %d the screen's)", #seed)
+      full.reason = full.reason .. string.format(" (the first %d the screen's)", #seed) .. (in_timing and IN_TIMING or "")
       full.screen_reps_reused = #seed
     end
   end

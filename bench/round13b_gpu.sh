@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# bench/round13b_gpu.sh (round 2, session 18): the bench size verified on its timed
+# launches, against the commit before it (var/pre: its Lua), alternated on one machine,
+# empty compile caches: stencil 22 and saxpy 6 exhaustive, full and cascade, twice;
+# gemm_tiled model 100 at seeds 7 and 13 (pre, new); what NVML's queries cost; every GPU
+# test; Kernel Tuner on all three spaces. One log; a table last.
+cd "$(dirname "$0")/.."
+. bench/round_lib.sh
+pick() { if [ "$1" = new ]; then use_bin new; else VARIANT=var/$1 use_bin var; fi; }
+casc_row() { # LABEL VARIANT TASK BUDGET OPTIONS...
+  local label=$1 v=$2 task=$3 budget=$4 s e
+  shift 4
+  pick "$v"
+  fresh_cache
+  s=$(date +%s.%N)
+  $K tune "kernels/$task.lua" --method exhaustive --budget "$budget" --no-store --profile none --promote off --seed 1 "$@" > "$T/t.log" 2>&1
+  e=$(date +%s.%N)
+  row "$label" "$(grep -E '^run ' "$T/t.log" | sed 's/.*on //' | cut -c1-60) process $(awk "BEGIN{printf \"%.2f\", $e-$s}") s"
+  row "  stages, best" "$(grep -E '^verdicts:' "$T/t.log" | cut -c11-60); $(grep -E '^stages:' "$T/t.log" | cut -c9-60); $(grep -E '^best:' "$T/t.log" | cut -c11-100)"
+  { echo "== $label: ${rows[-2]}"; grep -E '^(time|stages|best):' "$T/t.log"; } >> "$L"
+}
+python3 bench/nvml_calls.py 200 > "$T/nvml.txt" 2>&1
+cat "$T/nvml.txt" >> "$L"
+for i in 1 2; do
+  for t in stencil:22 saxpy:6; do
+    for v in pre new; do
+      casc_row "${t%%:*}$i full $v" $v "${t%%:*}" "${t##*:}"
+      casc_row "${t%%:*}$i casc $v" $v "${t%%:*}" "${t##*:}" --cascade on
+    done
+  done
+done
+for seed in 7 13; do
+  VARIANT=var/pre ab_row "model${seed} pre" var "" --method model --seed "$seed"
+  ab_row "model${seed} new" new "" --method model --seed "$seed"
+done
+use_bin new
+gpu_tests_logged
+row "GPU tests" "$(grep -c 'exit 0' "$T/gpu_tests.txt") of $(grep -c '^gpu ' "$T/gpu_tests.txt") exit 0"
+OUT=$T/kt timeout 300 bash bench/kt_gpu/run.sh > "$T/kt.txt" 2>&1
+{ echo "== KT bench"; cat "$T/kt.txt"; } >> "$L"
+(cd "$T/kt" && tar czf "$O/kt.tgz" . 2>/dev/null)
+(cd "$O" && tar czf tunes.tgz tune_*.log 2>/dev/null && rm -f tune_*.log)
+cat "$T/nvml.txt"
+tail -12 "$T/gpu_tests.txt" | cut -c1-200
+tail -16 "$T/kt.txt" | cut -c1-250
+printf '%s\n' "${rows[@]}" | grep -v "thinks, compiles" | cut -c1-250
