@@ -819,6 +819,42 @@ describe("kloop.protocol: the bench size verified on its timed launches", functi
   end)
 end)
 
+-- A wait filled (issue 15): where the parent expects the GPU to wait for the next
+-- candidate's compile (timing.fill), the timing goes on past its CI target until then,
+-- never past its budget.
+describe("kloop.protocol: timing through an expected wait", function()
+  setup(function() assert(protocol.setup(sim, SPEC, REF)) end)
+  local GOOD = [[gemm = function(p) g.gemm(g.args(p)) end]]
+  -- a CI target any 3 repetitions meet: without a fill the timing stops at min_reps
+  local LOOSE = { budget = 2, min_reps = 3, max_reps = 100000, target_ci = 10 }
+  local function with(extra)
+    local t = {}
+    for k, v in pairs(LOOSE) do t[k] = v end
+    for k, v in pairs(extra or {}) do t[k] = v end
+    return t
+  end
+
+  it("stops at the CI target without a fill, and goes on until the fill's end with one", function()
+    local plain = evaluate(GOOD, { timing = with() })
+    assert.are.equal("ok", plain.verdict, plain.reason)
+    assert.are.equal(3, plain.reps)
+    assert.is_nil(plain.fill_s)
+    local filled = evaluate(GOOD, { timing = with({ fill = 0.15 }) })
+    assert.are.equal("ok", filled.verdict, filled.reason)
+    assert.is_true(filled.reps > 3, "reps " .. filled.reps)
+    assert.is_true(filled.eval_seconds >= 0.15, "eval " .. filled.eval_seconds)
+    assert.are.equal(0.15, filled.fill_s)
+  end)
+
+  it("never times past the budget or max_reps for a fill", function()
+    local capped = evaluate(GOOD, { timing = with({ fill = 5, budget = 0.05 }) })
+    assert.are.equal("ok", capped.verdict, capped.reason)
+    assert.is_true(capped.eval_seconds < 1.0, "eval " .. capped.eval_seconds)
+    local few = evaluate(GOOD, { timing = with({ fill = 5, max_reps = 6 }) })
+    assert.are.equal(6, few.reps)
+  end)
+end)
+
 -- Outputs compared on the device (issue 15): the reference kept there masked, guarded
 -- and checked with the worker's state; the verdicts and their evidence as on the host.
 describe("kloop.protocol: comparison on the device", function()

@@ -81,6 +81,43 @@ describe("one worker: compiled candidates first, settled in proposal order", fun
     assert.are.equal("d", ctx.best.source)
   end)
 
+  it("times a candidate through the wait the compilers foresee for the rest, within the budget", function()
+    local times = { a = 2.0, b = 1.0, c = 1.5 }
+    local ev = fake_ev(times, { b = false, c = false })
+    local fills, asked = {}, {}
+    function ev:evaluate(src, opts)
+      self.calls[#self.calls + 1] = "full " .. src
+      fills[src] = opts.timing.fill or "none"
+      local r = OK(times[src])
+      r.stage = "full"
+      return r
+    end
+    -- the compilers foresee 0.04 s for what is left while b and c compile, nothing ready
+    function ev:wait_left(list)
+      local names = {}
+      for j, c in ipairs(list) do names[j] = c.source end
+      asked[#asked + 1] = table.concat(names, ",")
+      for _, c in ipairs(list) do if ev:compiled(c) then return 0 end end
+      return 0.04
+    end
+    local ctx = ctx_with(ev, { timing_budget = 0.5 })
+    assert.is_true((run_batch(ctx, cands("a", "b", "c"), logging())))
+    -- a runs first (compiled) while b and c compile: timed through their 0.04 s; b and c
+    -- run with nothing left but each other (c still compiling for b: filled; nothing after c)
+    assert.are.equal(0.04, fills.a)
+    assert.are.equal(0.04, fills.b)
+    assert.are.equal("none", fills.c)
+    assert.are.same({ "b,c", "c" }, asked)
+    -- capped by the timing budget, and off with --extend-timing=false
+    function ev:wait_left() return 9 end
+    fills = {}
+    assert.is_true((run_batch(ctx_with(ev, { timing_budget = 0.2 }), cands("a", "b", "c"), logging())))
+    assert.are.equal(0.2, fills.a)
+    fills = {}
+    assert.is_true((run_batch(ctx_with(ev, { extend_timing = false }), cands("a", "b", "c"), logging())))
+    assert.are.equal("none", fills.a)
+  end)
+
   it("keeps the proposal order where nothing could move", function()
     local ev = fake_ev({ a = 1, b = 1, c = 1 }, {})
     local ctx = ctx_with(ev)

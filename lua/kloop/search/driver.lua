@@ -70,6 +70,24 @@ function Ctx:worth_full(screen)
   return t <= self.opts.cascade_margin * self.best_screen
 end
 
+-- How long the GPU would wait after this evaluation, as far as the compilers tell:
+-- where nothing this batch has left (left: indices into list), nothing carried and
+-- nothing of the next batch is compiled yet, the seconds until the first of them is
+-- expected to be (ev:wait_left); nil where one is ready, where the batch has nothing
+-- left, or with --extend-timing=false. The candidate about to run is then timed up to that
+-- long (past its CI target, within --timing-budget: Ctx:run_stages), so the GPU spends
+-- the wait on a more precise median rather than idle.
+function Ctx:fill_seconds(list, left, carry)
+  if self.opts.extend_timing == false or not self.ev.wait_left then return nil end
+  local rest = {}
+  for _, i in ipairs(left) do rest[#rest + 1] = list[i] end
+  for _, c in ipairs(carry or {}) do rest[#rest + 1] = c end
+  if #rest == 0 then return nil end
+  for _, c in ipairs(self:borrowable(self.next_exact)) do rest[#rest + 1] = c end
+  local s = self.ev:wait_left(rest)
+  return s and s > 0 and s < math.huge and s or nil
+end
+
 -- Runs the stages for one candidate: the full protocol with the cascade off, for the
 -- baseline (screened too, so later screens have a reference) and for a candidate a
 -- strategy marks full = true; otherwise a screen, promoted to the full protocol when
@@ -81,6 +99,7 @@ end
 function Ctx:run_stages(cand, ev)
   ev = ev or self.ev
   local opts = { defines = cand.defines, name = cand.name, timing = { budget = self.opts.timing_budget } }
+  if cand.fill_s then opts.timing.fill = math.min(cand.fill_s, self.opts.timing_budget or 1) end
   if self.opts.cascade ~= "on" or cand.full then return ev:evaluate(cand.source, opts) end
   local baseline = cand.proposer == "baseline"
   if not baseline and self.best_screen and ev.cascade then
@@ -703,7 +722,9 @@ function Ctx:evaluate_ready_first(list, order, strategy, protected)
       if self.store then self.store:propose(self, cand) end
       eval.waits_log("stored")
       local t0 = sys.now()
+      cand.fill_s = self:fill_seconds(list, left, carry)
       local r = self:run_stages(cand)
+      cand.fill_s = nil
       r.wall_seconds = r.wall_seconds or (sys.now() - t0)
       -- (kept with the evaluation: it ran to fill a wait, offered by think)
       if spare then r.filled = true end

@@ -39,6 +39,7 @@ M.common_options = {
   { "profile", "best", "CUPTI-profile verified candidates: best (each new best), all, or none" },
   { "metrics", "", "profiler metrics (a,b,c just those; +a,b added to the defaults)" },
   { "cascade", "off", "screen each candidate first and fully evaluate only those worth it: on or off" },
+  { "extend_timing", true, "time a candidate longer (past its CI target, within --timing-budget) while the next binary compiles" },
   { "workers", 1, "evaluation workers (CPU tasks; a GPU task takes one per GPU: --gpus)", "count" },
   { "gpus", "", "a worker per GPU: all, or device numbers 0,1,... (default: GPU 0 only)" },
   { "remote_workers", "", "workers on other hosts: Unix sockets S1,S2,... served by kloop-mpi (docs/SCALE.md)" },

@@ -1378,6 +1378,10 @@ local function time_interleaved(be, spec, cands, timing, seed)
     if c then return nil, c, wv, wf end
   end
   local tstart = sys.now()
+  -- timing.fill (seconds from timing.fill_from, the request's start): the parent expects
+  -- the GPU to wait that long for the next candidate's compile; repetitions go on past
+  -- the CI target until then (never past the budget or max_reps)
+  local fill_end = (timing.fill or 0) > 0 and (timing.fill_from or tstart) + timing.fill or nil
   local r = #samples[1]
   while true do
     r = r + 1
@@ -1385,7 +1389,9 @@ local function time_interleaved(be, spec, cands, timing, seed)
     local done = false -- a pair ends with a whole ABBA block: never after an odd repetition
     if not (paired and r % 2 == 1) then
       done = r >= max_reps or (r >= min_reps and sys.now() - tstart > budget)
-      if r >= min_reps and not done then done = r > 1 and precise_enough(samples, target) end
+      if r >= min_reps and not done then
+        done = r > 1 and precise_enough(samples, target) and not (fill_end and sys.now() < fill_end)
+      end
     end
     local phase = "timed launch " .. r
     for _, c in ipairs(pair_order(#cands, r, timing.order)) do
@@ -1492,10 +1498,12 @@ function M.evaluate(be, req)
       resources = cand.resources, verified_only = true }
   elseif not result then
     local before = be.sample and be.sample() or nil
+    if req.timing and req.timing.fill then req.timing.fill_from = t0 end
     local samples, _, tv, fatal = time_interleaved(be, spec, { cand }, req.timing)
     result = samples and timing_result(samples[1], cand, req.floor_ms) or fail_with(cand, tv, fatal)
     if samples and be.sample then result.clocks = { before = before, after = be.sample() } end
     if samples and in_timing then result.reason = result.reason .. IN_TIMING end
+    if samples and req.timing and req.timing.fill then result.fill_s = req.timing.fill end
     if samples and screening and result.verdict == "ok" then
       result.reason = string.format("screened: verified on %s x 1 input set; timed %d repetitions at the bench size",
         scase.label, #samples[1])
@@ -1557,12 +1565,14 @@ function M.cascade(be, req)
   local full = verify(be, spec, cand, { done = { [scase.label] = 1 }, cases = in_timing and sizes_but_bench() or nil })
   if not full then
     local before = be.sample and be.sample() or nil
+    if req.timing and req.timing.fill then req.timing.fill_from = t0 end
     local samples, _, tv, fatal = time_interleaved(be, spec, { cand }, req.timing, seed)
     full = samples and timing_result(samples[1], cand, req.floor_ms) or fail_with(cand, tv, fatal)
     if samples and be.sample then full.clocks = { before = before, after = be.sample() } end
     if samples then
       full.reason = full.reason .. string.format(" (the first %d the screen's)", #seed) .. (in_timing and IN_TIMING or "")
       full.screen_reps_reused = #seed
+      if req.timing and req.timing.fill then full.fill_s = req.timing.fill end
     end
   end
   full.stage, full.screen = "full", screen
