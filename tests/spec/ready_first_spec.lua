@@ -116,6 +116,17 @@ describe("one worker: compiled candidates first, settled in proposal order", fun
     fills = {}
     assert.is_true((run_batch(ctx_with(ev, { extend_timing = false }), cands("a", "b", "c"), logging())))
     assert.are.equal("none", fills.a)
+    -- the batch's last candidate, where think named the next batch exactly and it compiles
+    function ev:compile_counts(c) if c.source == "x" then return 0, 1, 0, 0 end return 1, 0, 0, 0 end
+    function ev:wait_left(list)
+      for _, c in ipairs(list) do if c.source == "x" then return 0.03 end end
+      return 0
+    end
+    local ctx2 = ctx_with(ev, { timing_budget = 0.5 })
+    ctx2.next_exact = cands("x")
+    fills = {}
+    assert.is_true((run_batch(ctx2, cands("a", "b", "c"), logging())))
+    assert.are.equal(0.03, fills.c)
   end)
 
   it("keeps the proposal order where nothing could move", function()

@@ -72,9 +72,9 @@ end
 
 -- How long the GPU would wait after this evaluation, as far as the compilers tell:
 -- where nothing this batch has left (left: indices into list), nothing carried and
--- nothing of the next batch is compiled yet, the seconds until the first of them is
--- expected to be (ev:wait_left); nil where one is ready, where the batch has nothing
--- left, or with --extend-timing=false. The candidate about to run is then timed up to that
+-- nothing of the next batch (think's exact list) is compiled yet, the seconds until the
+-- first of them is expected to be (ev:wait_left); nil where one is ready, where none of
+-- them is known, or with --extend-timing=false. The candidate about to run is then timed up to that
 -- long (past its CI target, within --timing-budget: Ctx:run_stages), so the GPU spends
 -- the wait on a more precise median rather than idle.
 function Ctx:fill_seconds(list, left, carry)
@@ -82,8 +82,9 @@ function Ctx:fill_seconds(list, left, carry)
   local rest = {}
   for _, i in ipairs(left) do rest[#rest + 1] = list[i] end
   for _, c in ipairs(carry or {}) do rest[#rest + 1] = c end
-  if #rest == 0 then return nil end
+  -- (the batch's last candidate: the next batch, where think named it exactly)
   for _, c in ipairs(self:borrowable(self.next_exact)) do rest[#rest + 1] = c end
+  if #rest == 0 then return nil end
   local s = self.ev:wait_left(rest)
   return s and s > 0 and s < math.huge and s or nil
 end
