@@ -7,19 +7,6 @@
 # stencil breakdown; Kernel Tuner on all three spaces. One log; a table last.
 cd "$(dirname "$0")/.."
 . bench/round_lib.sh
-pick() { if [ "$1" = new ]; then use_bin new; else VARIANT=var/$1 use_bin var; fi; }
-casc_row() { # LABEL VARIANT TASK BUDGET OPTIONS...
-  local label=$1 v=$2 task=$3 budget=$4 s e
-  shift 4
-  pick "$v"
-  fresh_cache
-  s=$(date +%s.%N)
-  $K tune "kernels/$task.lua" --method exhaustive --budget "$budget" --no-store --profile none --promote off --seed 1 "$@" > "$T/t.log" 2>&1
-  e=$(date +%s.%N)
-  row "$label" "$(grep -E '^run ' "$T/t.log" | sed 's/.*on //' | cut -c1-60) process $(awk "BEGIN{printf \"%.2f\", $e-$s}") s"
-  row "  stages, best" "$(grep -E '^verdicts:' "$T/t.log" | cut -c11-60); $(grep -E '^stages:' "$T/t.log" | cut -c9-60); $(grep -E '^best:' "$T/t.log" | cut -c11-100)"
-  { echo "== $label: ${rows[-2]}"; grep -E '^(time|stages|best):' "$T/t.log"; } >> "$L"
-}
 for i in 1 2; do
   for t in stencil:22 saxpy:6; do
     casc_row "${t%%:*}$i full" new "${t%%:*}" "${t##*:}"

@@ -6,7 +6,7 @@
 # BUDGET OPTIONS... (a gemm_tiled tune under bench/gpu_busy.sh, timing budget 0.3 s and no
 # promotion unless OPTIONS say otherwise: its rows, its lines in L, its log as
 # $O/tune_LABEL.log; BUSY_TASK names another task); ab_row LABEL BIN NICE OPTIONS... (one run
-# of a side-by-side, its thinks and compiles summed); prev_new SEED... (var/prev_tune.lua
+# of a side-by-side, its thinks and compiles summed); casc_row (an exhaustive tune with options, its stages and best); prev_new SEED... (var/prev_tune.lua
 # against the built-in tune, alternated).
 O=${OUT:-/tmp}
 T=$(mktemp -d)
@@ -161,4 +161,21 @@ old_new_spills() {
       row "  long waits, spills" "$(awk '$2 == "wait" && $3 > 0.3 {printf "%s ", $3}' "$T/waits.log"); $(grep -c ' spilled ' "$T/waits.log")"
     done
   done
+}
+# pick new|NAME: build/kloop on its own Lua (new), or on var/NAME's (use_bin var)
+pick() { if [ "$1" = new ]; then use_bin new; else VARIANT=var/$1 use_bin var; fi; }
+# casc_row LABEL VARIANT TASK BUDGET OPTIONS...: `tune --method exhaustive` of
+# kernels/TASK.lua with pick VARIANT on an empty compile cache, OPTIONS added (--cascade
+# on, a margin): its summary, process time, verdicts, stages and best as rows, in L too
+casc_row() {
+  local label=$1 v=$2 task=$3 budget=$4 s e
+  shift 4
+  pick "$v"
+  fresh_cache
+  s=$(date +%s.%N)
+  $K tune "kernels/$task.lua" --method exhaustive --budget "$budget" --no-store --profile none --promote off --seed 1 "$@" > "$T/t.log" 2>&1
+  e=$(date +%s.%N)
+  row "$label" "$(grep -E '^run ' "$T/t.log" | sed 's/.*on //' | cut -c1-60) process $(awk "BEGIN{printf \"%.2f\", $e-$s}") s"
+  row "  stages, best" "$(grep -E '^verdicts:' "$T/t.log" | cut -c11-60); $(grep -E '^stages:' "$T/t.log" | cut -c9-60); $(grep -E '^best:' "$T/t.log" | cut -c11-100)"
+  { echo "== $label: ${rows[-2]}"; grep -E '^(time|stages|best):' "$T/t.log"; } >> "$L"
 }

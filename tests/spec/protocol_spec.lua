@@ -359,21 +359,23 @@ describe("kloop.protocol: guard zones and the worker's state", function()
   end)
 end)
 
+-- (the screening and cascade specs) every launch of the candidate is logged (M of its
+-- size), across module reloads; launches(fn) runs fn and counts them per size
+local LOGGED = [[gemm = function(p) local M, N, K, A, B, C = g.args(p)
+  _G.kloop_launches = _G.kloop_launches or {}
+  table.insert(_G.kloop_launches, M)
+  g.gemm(M, N, K, A, B, C) end]]
+local function launches(fn)
+  _G.kloop_launches = {}
+  local r = fn()
+  local by = {}
+  for _, m in ipairs(_G.kloop_launches) do by[m] = (by[m] or 0) + 1 end
+  _G.kloop_launches = nil
+  return r, by
+end
+
 describe("kloop.protocol: the screening stage (docs/TASKS.md, Stages)", function()
   setup(function() assert(protocol.setup(sim, SPEC, REF)) end)
-  -- every launch of the candidate is logged (M of its size), across module reloads
-  local LOGGED = [[gemm = function(p) local M, N, K, A, B, C = g.args(p)
-    _G.kloop_launches = _G.kloop_launches or {}
-    table.insert(_G.kloop_launches, M)
-    g.gemm(M, N, K, A, B, C) end]]
-  local function launches(fn)
-    _G.kloop_launches = {}
-    local r = fn()
-    local by = {}
-    for _, m in ipairs(_G.kloop_launches) do by[m] = (by[m] or 0) + 1 end
-    _G.kloop_launches = nil
-    return r, by
-  end
   local SCREEN_TIMING = { min_reps = 3, max_reps = 3, budget = 0 }
 
   it("verifies one size with one input set, then times a few bench repetitions", function()
@@ -438,19 +440,6 @@ end)
 
 describe("kloop.protocol: both stages in one request (the cascade op)", function()
   setup(function() assert(protocol.setup(sim, SPEC, REF)) end)
-  -- every launch logged as "M/set" (the set told by A's first element: the sets differ)
-  local LOGGED = [[gemm = function(p) local M, N, K, A, B, C = g.args(p)
-    _G.kloop_launches = _G.kloop_launches or {}
-    table.insert(_G.kloop_launches, M)
-    g.gemm(M, N, K, A, B, C) end]]
-  local function launches(fn)
-    _G.kloop_launches = {}
-    local r = fn()
-    local by = {}
-    for _, m in ipairs(_G.kloop_launches) do by[m] = (by[m] or 0) + 1 end
-    _G.kloop_launches = nil
-    return r, by
-  end
   local function cascade(body, extra)
     local req = { cubin = module(body), plans = plans(), screen_case = "check2",
       screen_timing = { min_reps = 3, max_reps = 3, budget = 0 }, timing = { budget = 0.05, min_reps = 5, max_reps = 8 } }
