@@ -395,8 +395,8 @@ describe("kloop.protocol: the screening stage (docs/TASKS.md, Stages)", function
     assert.is_nil(f.stage)
     assert.are.equal(3, fby[1])
     assert.are.equal(3, fby[5])
-    -- (the bench size verified on its timed launches: no launches of its own)
-    assert.are.equal(f.reps, fby[16])
+    -- (the bench size verified on its timed launches, and two more on the last one's load)
+    assert.are.equal(f.reps + 2, fby[16])
   end)
 
   it("picks the check case with the fewest bytes when the parent names none (the screen op)", function()
@@ -459,10 +459,11 @@ describe("kloop.protocol: both stages in one request (the cascade op)", function
     assert.matches("verified on 3 sizes x 2 input sets; timed %d+ repetitions %(the first 3 the screen's%)", r.reason)
     -- check2 (M = 1): the screen's set 1, then set 2 and the repeat (3, as a full
     -- evaluation alone runs it); check1 (M = 5) 2 sets + a repeat; bench (M = 16): the
-    -- timed repetitions alone (the screen's among them), verified as they run
+    -- timed repetitions (the screen's among them), verified as they run, and two more
+    -- on the last one's load
     assert.are.equal(3, by[1])
     assert.are.equal(3, by[5])
-    assert.are.equal(r.reps, by[16])
+    assert.are.equal(r.reps + 2, by[16])
     assert.matches("(the bench size verified on its timed launches)", r.reason, 1, true)
   end)
 
@@ -766,10 +767,10 @@ describe("kloop.protocol: the bench size verified on its timed launches", functi
     return r, _G.cnt or 0
   end
 
-  it("launches the bench size only in its timing, and says so", function()
+  it("launches the bench size in its timing and twice more on one load, and says so", function()
     local r, n = bench_launches("g.gemm(M, N, K, A, B, C)")
     assert.are.equal("ok", r.verdict, r.reason)
-    assert.are.equal(8, n)
+    assert.are.equal(8 + 2, n)
     assert.are.equal(8, r.reps)
     assert.matches("verified on 3 sizes x 2 input sets; timed 8 repetitions (the bench size verified on its timed launches)",
       r.reason, 1, true)
@@ -783,6 +784,26 @@ describe("kloop.protocol: the bench size verified on its timed launches", functi
     local r2 = bench_launches("g.gemm(M, N, K, A, B, C) if M == 16 and k == 2 then C[3] = C[3] + 0.25 end")
     assert.are.equal("wrong", r2.verdict, r2.reason)
     assert.matches("input set 2, timed launch 2", r2.reason, 1, true)
+  end)
+
+  it("finds a kernel right only on the first launch after its module's load", function()
+    -- (a count its module keeps, reset by each load: every timed launch is a first one)
+    local function stale(from)
+      return string.format([[gemm = (function() local n = 0 return function(p)
+        local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C)
+        if M == 16 then n = n + 1; if n >= %d then C[0] = C[0] + 1 end end end end)()]], from)
+    end
+    local r = evaluate(stale(2), { timing = EIGHT })
+    assert.are.equal("wrong", r.verdict, r.reason)
+    assert.matches("a second launch on one load", r.reason, 1, true)
+    local r3 = evaluate(stale(3), { timing = EIGHT })
+    assert.are.equal("nondeterministic", r3.verdict, r3.reason)
+    assert.matches("the repeat on one load", r3.reason, 1, true)
+    -- the cascade's full stage too
+    local c = protocol.cascade(sim, { cubin = module(stale(2)), plans = plans(), screen_case = "check2",
+      screen_timing = { min_reps = 3, max_reps = 3, budget = 0 }, timing = EIGHT })
+    assert.are.equal("full", c.stage)
+    assert.are.equal("wrong", c.verdict, c.reason)
   end)
 
   it("finds unwritten outputs and changed inputs on a timed launch", function()
