@@ -1496,6 +1496,25 @@ local function again_on_one_load(be, spec, cand, nreps)
   return nil
 end
 
+-- The timing of one candidate (req.timing; seed: repetitions timed already, a
+-- cascade's screen), the two launches on one load where the timing verified the bench
+-- size (in_timing), the clocks around it and the fill it was given: the result table
+-- and, when the timing ran through, its samples.
+local function timed_result(be, spec, cand, req, t0, in_timing, seed)
+  local before = be.sample and be.sample() or nil
+  if req.timing and req.timing.fill then req.timing.fill_from = t0 end
+  local samples, _, tv, fatal = time_interleaved(be, spec, { cand }, req.timing, seed)
+  if samples and in_timing then
+    local ov, of = again_on_one_load(be, spec, cand, #samples[1])
+    if ov then samples, tv, fatal = nil, ov, of end
+  end
+  if not samples then return fail_with(cand, tv, fatal) end
+  local result = timing_result(samples[1], cand, req.floor_ms)
+  if be.sample then result.clocks = { before = before, after = be.sample() } end
+  if req.timing and req.timing.fill then result.fill_s = req.timing.fill end
+  return result, samples[1]
+end
+
 -- Every case but the bench one.
 local function sizes_but_bench()
   local bc, list = bench_case(), {}
@@ -1524,20 +1543,12 @@ function M.evaluate(be, req)
     result = { verdict = "ok", reason = "verified on " .. #state.cases .. " sizes x " .. spec.nsets .. " input sets (not timed)",
       resources = cand.resources, verified_only = true }
   elseif not result then
-    local before = be.sample and be.sample() or nil
-    if req.timing and req.timing.fill then req.timing.fill_from = t0 end
-    local samples, _, tv, fatal = time_interleaved(be, spec, { cand }, req.timing)
-    if samples and in_timing then
-      local ov, of = again_on_one_load(be, spec, cand, #samples[1])
-      if ov then samples, tv, fatal = nil, ov, of end
-    end
-    result = samples and timing_result(samples[1], cand, req.floor_ms) or fail_with(cand, tv, fatal)
-    if samples and be.sample then result.clocks = { before = before, after = be.sample() } end
+    local samples
+    result, samples = timed_result(be, spec, cand, req, t0, in_timing)
     if samples and in_timing then result.reason = result.reason .. IN_TIMING end
-    if samples and req.timing and req.timing.fill then result.fill_s = req.timing.fill end
     if samples and screening and result.verdict == "ok" then
       result.reason = string.format("screened: verified on %s x 1 input set; timed %d repetitions at the bench size",
-        scase.label, #samples[1])
+        scase.label, #samples)
     end
   end
   if screening then result.stage, result.screen_case = "screened", scase.label end
@@ -1595,19 +1606,11 @@ function M.cascade(be, req)
     reload = (req.timing or {}).reload })
   local full = verify(be, spec, cand, { done = { [scase.label] = 1 }, cases = in_timing and sizes_but_bench() or nil })
   if not full then
-    local before = be.sample and be.sample() or nil
-    if req.timing and req.timing.fill then req.timing.fill_from = t0 end
-    local samples, _, tv, fatal = time_interleaved(be, spec, { cand }, req.timing, seed)
-    if samples and in_timing then
-      local ov, of = again_on_one_load(be, spec, cand, #samples[1])
-      if ov then samples, tv, fatal = nil, ov, of end
-    end
-    full = samples and timing_result(samples[1], cand, req.floor_ms) or fail_with(cand, tv, fatal)
-    if samples and be.sample then full.clocks = { before = before, after = be.sample() } end
+    local samples
+    full, samples = timed_result(be, spec, cand, req, t0, in_timing, seed)
     if samples then
       full.reason = full.reason .. string.format(" (the first %d the screen's)", #seed) .. (in_timing and IN_TIMING or "")
       full.screen_reps_reused = #seed
-      if req.timing and req.timing.fill then full.fill_s = req.timing.fill end
     end
   end
   full.stage, full.screen = "full", screen
