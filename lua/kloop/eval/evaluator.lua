@@ -648,10 +648,7 @@ function Evaluator:judge(stage, src, opts)
       promote_below = opts.promote_below }, "cascade"
   elseif opts.verify_only then extra = { verify_only = true } end
   local result = self:derive(self:submit(op, src, opts, extra), opts.defines)
-  if stage == "cascade" then
-    stage = result.stage == "full" and "full" or "screened"
-    if result.screen then result.screen.wall_seconds = nil end
-  end
+  if stage == "cascade" then stage = result.stage == "full" and "full" or "screened" end
   result.stage = stage
   result.wall_seconds = sys.now() - t0
   -- (the evaluator's own host work around the request: plans, binaries read, results)
@@ -684,12 +681,18 @@ end
 -- check size with one input set, timed opts.reps (3) cold-cache repetitions at the bench
 -- size with no CI target. The result has stage = "screened"; it is never a best
 -- (kloop.driver promotes a candidate worth it to a full evaluation).
+-- A screen's timing: opts.reps (else the evaluator's screen_reps, else SCREEN_REPS)
+-- repetitions, no CI target, no budget.
+function Evaluator:screen_timing(opts)
+  local reps = opts.reps or self.opts.screen_reps or M.SCREEN_REPS
+  return { min_reps = reps, max_reps = reps, budget = 0 }
+end
+
 function Evaluator:screen(src, opts)
   opts = opts or {}
-  local reps = opts.reps or self.opts.screen_reps or M.SCREEN_REPS
   local sopts = {}
   for k, v in pairs(opts) do sopts[k] = v end
-  sopts.timing = { min_reps = reps, max_reps = reps, budget = 0 }
+  sopts.timing = self:screen_timing(opts)
   local result = self:judge("screened", src or self.task.source, sopts)
   self:watch(src or self.task.source, sopts, result)
   return result
@@ -702,10 +705,9 @@ end
 -- "screened", or "full" with result.screen the screen's summary.
 function Evaluator:cascade(src, opts, promote_below)
   opts = opts or {}
-  local reps = opts.reps or self.opts.screen_reps or M.SCREEN_REPS
   local copts = {}
   for k, v in pairs(opts) do copts[k] = v end
-  copts.screen_timing = { min_reps = reps, max_reps = reps, budget = 0 }
+  copts.screen_timing = self:screen_timing(opts)
   copts.promote_below = promote_below
   local result = self:judge("cascade", src or self.task.source, copts)
   self:watch(src or self.task.source, result.stage == "screened" and { defines = opts.defines, name = opts.name,

@@ -66,16 +66,24 @@ end
 function Ctx:worth_full(screen)
   local t = screen.time_ms
   if not t then return false end
-  if not self.best_screen or t < self.best_screen then self.best_screen = t end
-  return t <= self.opts.cascade_margin * self.best_screen
+  self:keep_screen(t)
+  return t <= self:screen_bound()
 end
+
+-- The fastest screen so far becomes the cascade's reference (the caller keeps a
+-- screen whose full evaluation failed out of it); screen_bound: what a screen must be
+-- within to be promoted (nil before the first).
+function Ctx:keep_screen(t)
+  if t and (not self.best_screen or t < self.best_screen) then self.best_screen = t end
+end
+function Ctx:screen_bound() return self.best_screen and self.opts.cascade_margin * self.best_screen end
 
 -- How long the GPU would wait after this evaluation, as far as the compilers tell:
 -- where nothing this batch has left (left: indices into list), nothing carried and
 -- nothing of the next batch (think's exact list) is compiled yet, the seconds until the
 -- first of them is expected to be (ev:wait_left); nil where one is ready, where none of
 -- them is known, or with --extend-timing=false. The candidate about to run is then timed up to that
--- long (past its CI target, within --timing-budget: Ctx:run_stages), so the GPU spends
+-- long (past its CI target, within --timing-budget: Ctx:run_stages' fill_s), so the GPU spends
 -- the wait on a more precise median rather than idle.
 function Ctx:fill_seconds(list, left, carry)
   if self.opts.extend_timing == false or not self.ev.wait_left then return nil end
@@ -97,20 +105,18 @@ end
 -- After the baseline both stages go in one request (ev:cascade): the worker promotes a
 -- screen within the margin of the fastest screen so far itself, and the full stage
 -- reuses the screen's verified size and timed repetitions.
-function Ctx:run_stages(cand, ev)
+function Ctx:run_stages(cand, ev, fill_s)
   ev = ev or self.ev
   local opts = { defines = cand.defines, name = cand.name, timing = { budget = self.opts.timing_budget } }
-  if cand.fill_s then opts.timing.fill = math.min(cand.fill_s, self.opts.timing_budget or 1) end
+  if fill_s then opts.timing.fill = math.min(fill_s, self.opts.timing_budget or 1) end
   if self.opts.cascade ~= "on" or cand.full then return ev:evaluate(cand.source, opts) end
   local baseline = cand.proposer == "baseline"
   if not baseline and self.best_screen and ev.cascade then
     opts.reps = self.opts.screen_reps
-    local r = ev:cascade(cand.source, opts, self.opts.cascade_margin * self.best_screen)
+    local r = ev:cascade(cand.source, opts, self:screen_bound())
     local s = r.stage == "full" and r.screen or r
-    -- (as worth_full would: the fastest screen so far, unless its full evaluation failed)
-    if s and s.verdict == "ok" and s.time_ms and s.time_ms < self.best_screen and (r.stage ~= "full" or r.verdict == "ok") then
-      self.best_screen = s.time_ms
-    end
+    -- (the fastest screen so far, unless its full evaluation failed)
+    if s and s.verdict == "ok" and (r.stage ~= "full" or r.verdict == "ok") then self:keep_screen(s.time_ms) end
     if r.stage == "full" then r.screen = M.screen_summary(s) end
     return r
   end
@@ -723,9 +729,7 @@ function Ctx:evaluate_ready_first(list, order, strategy, protected)
       if self.store then self.store:propose(self, cand) end
       eval.waits_log("stored")
       local t0 = sys.now()
-      cand.fill_s = self:fill_seconds(list, left, carry)
-      local r = self:run_stages(cand)
-      cand.fill_s = nil
+      local r = self:run_stages(cand, nil, self:fill_seconds(list, left, carry))
       r.wall_seconds = r.wall_seconds or (sys.now() - t0)
       -- (kept with the evaluation: it ran to fill a wait, offered by think)
       if spare then r.filled = true end

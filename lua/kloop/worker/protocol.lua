@@ -1181,13 +1181,19 @@ local function record_digests(be, cand, case, s, d)
   return nil
 end
 
+-- The digests cand's outputs of case on input set s were verified with (record_digests),
+-- or nil where none were recorded yet.
+local function verified_digests(cand, case, s)
+  return cand.digests and cand.digests[case.label] and cand.digests[case.label][s]
+end
+
 -- The outputs of a later launch on input set s (a timed repetition): right when they
 -- hash like the verified outputs of set s (exactly the same bits); otherwise, or where
 -- nothing was recorded (a screen verifies another size), compared as at verification
 -- (a task that allows nondeterminism passes there within its tolerance). d: the
 -- digests as read already (check_launch's with_digests), else read here.
 local function check_again(be, spec, cand, case, s, phase, d)
-  local want = cand.digests and cand.digests[case.label] and cand.digests[case.label][s]
+  local want = verified_digests(cand, case, s)
   if want then
     local v, fatal
     if not d then d, v, fatal = output_digests(be, case) end
@@ -1414,7 +1420,7 @@ local function time_interleaved(be, spec, cands, timing, seed)
       -- the first verified outputs of an input set (the bench size not verified before its
       -- timing: M.evaluate, a screen): their digests are the ones later launches on the
       -- set must repeat, bit for bit where the task asks for exact repeats
-      if not v2 and checked and not (cand.digests and cand.digests[case.label] and cand.digests[case.label][s]) then
+      if not v2 and checked and not verified_digests(cand, case, s) then
         v2, f2 = record_digests(be, cand, case, s, d)
       end
       if v2 then return nil, c, v2, f2 end
@@ -1515,6 +1521,26 @@ local function timed_result(be, spec, cand, req, t0, in_timing, seed)
   return result, samples[1]
 end
 
+-- The screen (docs/TASKS.md, "Stages") of a loaded candidate: the screen case (req) with
+-- one input set and no repeat, then `timing`'s repetitions at the bench size. Returns
+-- the result (stage "screened") and, where it is ok, its samples.
+local function screen_stage(be, spec, cand, req, t0, timing)
+  local scase = screen_case(req)
+  local result = verify(be, spec, cand, { cases = { scase }, nsets = 1, determinism = false })
+  local samples
+  if not result then
+    result, samples = timed_result(be, spec, cand, { timing = timing, floor_ms = req.floor_ms }, t0, false)
+    if samples and result.verdict == "ok" then
+      result.reason = string.format("screened: verified on %s x 1 input set; timed %d repetitions at the bench size",
+        scase.label, #samples)
+    else
+      samples = nil
+    end
+  end
+  result.stage, result.screen_case = "screened", scase.label
+  return result, samples
+end
+
 -- Every case but the bench one.
 local function sizes_but_bench()
   local bc, list = bench_case(), {}
@@ -1533,25 +1559,21 @@ function M.evaluate(be, req)
   local t0 = sys.now()
   local cand, v = load_candidate(be, req)
   if not cand then return after_candidate(be, v) end
-  local screening = req.stage == "screen"
-  local scase = screening and screen_case(req) or nil
-  local in_timing = not screening and not req.verify_only and timed_verifies(be, spec, req.timing)
-  local scope = screening and { cases = { scase }, nsets = 1, determinism = false } or nil
-  if in_timing then scope = { cases = sizes_but_bench() } end
-  local result = verify(be, spec, cand, scope)
-  if not result and req.verify_only then
-    result = { verdict = "ok", reason = "verified on " .. #state.cases .. " sizes x " .. spec.nsets .. " input sets (not timed)",
-      resources = cand.resources, verified_only = true }
-  elseif not result then
-    local samples
-    result, samples = timed_result(be, spec, cand, req, t0, in_timing)
-    if samples and in_timing then result.reason = result.reason .. IN_TIMING end
-    if samples and screening and result.verdict == "ok" then
-      result.reason = string.format("screened: verified on %s x 1 input set; timed %d repetitions at the bench size",
-        scase.label, #samples)
+  local result
+  if req.stage == "screen" then
+    result = screen_stage(be, spec, cand, req, t0, req.timing)
+  else
+    local in_timing = not req.verify_only and timed_verifies(be, spec, req.timing)
+    result = verify(be, spec, cand, in_timing and { cases = sizes_but_bench() } or nil)
+    if not result and req.verify_only then
+      result = { verdict = "ok", reason = "verified on " .. #state.cases .. " sizes x " .. spec.nsets .. " input sets (not timed)",
+        resources = cand.resources, verified_only = true }
+    elseif not result then
+      local samples
+      result, samples = timed_result(be, spec, cand, req, t0, in_timing)
+      if samples and in_timing then result.reason = result.reason .. IN_TIMING end
     end
   end
-  if screening then result.stage, result.screen_case = "screened", scase.label end
   unload_cand(be, cand)
   result.eval_seconds = sys.now() - t0
   return after_candidate(be, result)
@@ -1580,31 +1602,18 @@ function M.cascade(be, req)
     v.stage = "screened"
     return after_candidate(be, v)
   end
-  local scase = screen_case(req)
-  local result = verify(be, spec, cand, { cases = { scase }, nsets = 1, determinism = false })
-  local seed
-  if not result then
-    local before = be.sample and be.sample() or nil
-    local samples, _, tv, fatal = time_interleaved(be, spec, { cand }, req.screen_timing)
-    result = samples and timing_result(samples[1], cand, req.floor_ms) or fail_with(cand, tv, fatal)
-    if samples and be.sample then result.clocks = { before = before, after = be.sample() } end
-    if samples and result.verdict == "ok" then
-      seed = samples[1]
-      result.reason = string.format("screened: verified on %s x 1 input set; timed %d repetitions at the bench size",
-        scase.label, #seed)
-    end
-  end
-  result.stage, result.screen_case = "screened", scase.label
+  local result, seed = screen_stage(be, spec, cand, req, t0, req.screen_timing)
+  local scase_label = result.screen_case
   result.eval_seconds = sys.now() - t0
   if not seed or (req.promote_below and result.time_ms > req.promote_below) then
     unload_cand(be, cand)
     return after_candidate(be, result)
   end
   local screen = { verdict = result.verdict, time_ms = result.time_ms, reps = result.reps,
-    screen_case = scase.label, eval_seconds = result.eval_seconds }
+    screen_case = scase_label, eval_seconds = result.eval_seconds }
   local in_timing = timed_verifies(be, spec, { min_reps = math.max((req.timing or {}).min_reps or 5, #seed),
     reload = (req.timing or {}).reload })
-  local full = verify(be, spec, cand, { done = { [scase.label] = 1 }, cases = in_timing and sizes_but_bench() or nil })
+  local full = verify(be, spec, cand, { done = { [scase_label] = 1 }, cases = in_timing and sizes_but_bench() or nil })
   if not full then
     local samples
     full, samples = timed_result(be, spec, cand, req, t0, in_timing, seed)
