@@ -29,8 +29,8 @@ local S = {
     { "explore", 0.3, "anneal: fraction of the budget spent on random samples before the local walk" },
     { "batch", 4, "candidates proposed per step" },
     { "ahead", "on", "model: choose each batch one step ahead, so it compiles while the one before runs: on or off" },
-    { "ahead_after", "auto", "model: evaluations before each batch is chosen one step ahead (--ahead on): auto (8 where"
-      .. " the budget is 80 or more, else 16) or a number" },
+    { "ahead_after", "auto", "model: evaluations (those carried past a batch still compiling included) before each"
+      .. " batch is chosen one step ahead (--ahead on): auto (8 where the budget is 80 or more, else 16) or a number" },
     { "ahead_batch", 0, "model, choosing ahead: candidates per batch (0: three times --batch where the budget is 64"
       .. " or more, else --batch)" },
     -- (search_sim, every batch filled, gemm_tiled: at 89 100% within 2% with 0, 2 or 4;
@@ -333,8 +333,21 @@ local function room_after(ctx, nbatch)
   return ctx.opts.budget - (#ctx.history - 1) - nbatch
 end
 
+-- A spilled batch's candidates carried into the next (kloop.search.driver Ctx:spill_ok):
+-- proposed, not yet evaluated; a copy (the driver's list shrinks as they run).
+local function carried_of(ctx)
+  local out = {}
+  for i, c in ipairs(ctx.carried or {}) do out[i] = c end
+  return out
+end
+
 local function propose_model_step(ctx, n)
-  local evaluated = #ctx.history - 1
+  -- (the candidates carried past a spilled batch count: they were proposed, and their
+  -- results are as far off as the batch in flight's; not counted, a spill just before
+  -- the step that begins choosing ahead put the model's first choice, and its compiles,
+  -- a batch later, the GPU waiting for them: round14a, seeds 13 and 3)
+  local carried = carried_of(ctx)
+  local evaluated = #ctx.history - 1 + #carried
   if ctx.opts.ahead == "on" and (ctx.next_batch or ctx.deferred or evaluated >= (ctx.ahead_after or AHEAD_AFTER)) then
     -- one batch ahead: this step's batch was chosen while the one before ran (S.think),
     -- or is chosen now on the same data; the next is left to choose while this one
@@ -345,7 +358,11 @@ local function propose_model_step(ctx, n)
     ctx.next_batch = nil
     if #out > 0 and not ctx.stopped then
       -- (what the choice reads: the history's length, the best, what was learnt, then)
-      ctx.deferred = { horizon = #ctx.history, best = ctx.best or false, learnt = learnt(ctx), in_flight = out,
+      -- (the choice sees the carried ones as it sees the batch: pending, at predicted times)
+      local in_flight = {}
+      for i, c in ipairs(out) do in_flight[i] = c end
+      for _, c in ipairs(carried) do in_flight[#in_flight + 1] = c end
+      ctx.deferred = { horizon = #ctx.history, best = ctx.best or false, learnt = learnt(ctx), in_flight = in_flight,
         n = ahead_batch(ctx, n, room_after(ctx, #out)) }
     end
     return out

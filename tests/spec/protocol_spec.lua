@@ -62,6 +62,31 @@ describe("kloop.protocol on the sim backend", function()
     assert.is_true(r.ci_ms[1] <= r.time_ms and r.time_ms <= r.ci_ms[2])
   end)
 
+  -- the clocks are read while the first and the last timed repetition run (after the stop
+  -- event is queued, before it is read): never between launches, where the GPU would idle
+  -- through a read that stalls (an idle GPU's NVML reads take 0.5-3 ms now and then)
+  it("reads the clocks twice, each while a timed repetition runs", function()
+    local phases, n = {}, 0
+    local stop, read = sim.timer_stop, sim.timer_read
+    local in_flight = false
+    sim.timer_stop = function() local ok = stop() in_flight = true return ok end
+    sim.timer_read = function() in_flight = false return read() end
+    sim.sample = function()
+      n = n + 1
+      phases[#phases + 1] = in_flight and "in flight" or "idle"
+      return { sm_mhz = 1000 + n }
+    end
+    local ok, r = pcall(evaluate, [[gemm = function(p) g.gemm(g.args(p)) end]],
+      { timing = { budget = 0.05, min_reps = 4, max_reps = 4 } })
+    sim.timer_stop, sim.timer_read, sim.sample = stop, read, nil
+    assert.is_true(ok, tostring(r))
+    assert.are.equal("ok", r.verdict, r.reason)
+    assert.are.equal(4, r.reps)
+    assert.are.same({ "in flight", "in flight" }, phases)
+    assert.are.equal(1001, r.clocks.before.sm_mhz)
+    assert.are.equal(1002, r.clocks.after.sm_mhz)
+  end)
+
   it("finds unwritten outputs (poison left in place)", function()
     local r = evaluate([[gemm = function(p) end]])
     assert.are.equal("unwritten", r.verdict)

@@ -327,6 +327,45 @@ describe("tune --method model", function()
     end
   end)
 
+  -- a candidate the driver carried past a spilled batch (still compiling) is proposed, not
+  -- evaluated: it counts towards --ahead-after, so the step that would begin choosing
+  -- ahead still does, and the model's first batch is chosen in think while the last
+  -- points of its random start run, the carried one pending with them (before: think
+  -- named nothing there, and the model chose only after the carried one had run)
+  it("begins choosing ahead on time where a candidate was carried past a spilled batch", function()
+    local S = dofile("strategies/tune.lua")
+    local task = space_task(8, 3)
+    local o = { budget = 100, batch = 4, method = "model", init = 10, stop_ei = 0.0005, explore = 0.3, quiet = true,
+      ahead = "on" }
+    for _, carry in ipairs({ false, true }) do
+      local ctx = { task = task, opts = o, rng = rng.new(4),
+        history = { { proposer = "baseline", result = { verdict = "ok", time_ms = 1e9 } } } }
+      S.init(ctx)
+      local function run(c)
+        c.result = { verdict = "ok", time_ms = bowl(c.defines) }
+        ctx.history[#ctx.history + 1] = c
+        S.on_result(ctx, c, c.result)
+      end
+      for _, c in ipairs(S.propose(ctx)) do run(c) end
+      local second = S.propose(ctx)
+      assert.are.equal(4, #second)
+      for i, c in ipairs(second) do
+        if carry and i == 4 then ctx.carried = { c } else run(c) end
+      end
+      local third = S.propose(ctx)
+      assert.are.equal(2, #third, "the random start's last two points")
+      assert.is_truthy(ctx.deferred, "carry " .. tostring(carry) .. ": no choice deferred to think")
+      assert.are.equal(carry and 3 or 2, #ctx.deferred.in_flight)
+      local got = S.think(ctx)
+      assert.is_truthy(got, "carry " .. tostring(carry) .. ": think named nothing")
+      assert.is_true(got.exact == true and #got > 0)
+      local taken = {}
+      for _, c in ipairs(third) do taken[tune.key(c.defines)] = true end
+      if carry then taken[tune.key(second[4].defines)] = true end
+      for _, c in ipairs(got) do assert.is_nil(taken[tune.key(c.defines)], "a point in flight chosen again") end
+    end
+  end)
+
   it("refuses an unknown method", function()
     local ok, err = pcall(drive, space_task(4, 2), { method = "genetic" }, bowl)
     assert.is_false(ok)

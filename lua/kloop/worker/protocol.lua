@@ -1292,13 +1292,16 @@ end
 -- starts its kernel records there). The Lua collector is held for the timed part: a
 -- collection step that lands inside it (the host backend allocates its call's
 -- arguments there) would be charged to whichever side happened to trigger it.
-local function timed_rep(be, spec, case, kernels, params, s, flush, before)
+local function timed_rep(be, spec, case, kernels, params, s, flush, before, during)
   local ok, m, fatal = prepare_rep(be, spec, case, s, flush)
   if ok and before then ok, m, fatal = before() end
   collectgarbage("stop")
   if ok then ok, m, fatal = be.timer_start() end
   if ok then ok, m, fatal = launch_plan(be, kernels, params) end
   if ok then ok, m, fatal = be.timer_stop() end
+  -- (host work while the repetition runs on the GPU, before its stop event is read: the
+  -- clocks, time_interleaved)
+  if ok and during then during() end
   collectgarbage("restart")
   local ms
   if ok then ms, m, fatal = be.timer_read() end
@@ -1360,8 +1363,12 @@ end
 -- two repetitions and the last), with the inputs rotating between sets.
 -- seed (one candidate only): samples timed already under this protocol on the same
 -- loaded candidate (a cascade's screen): they count as the first repetitions.
+-- clocks (optional, one candidate, a backend with sample): clocks.first and clocks.last
+-- get NVML's clocks read while the first and the last repetition timed here run (the GPU
+-- busy: an idle GPU's NVML reads stall now and then for 0.5-3 ms, which a read between
+-- launches would leave the GPU idle for; bench/nvml_calls.py --busy).
 -- Returns samples per candidate, or nil, index of the failing candidate, verdict, fatal.
-local function time_interleaved(be, spec, cands, timing, seed)
+local function time_interleaved(be, spec, cands, timing, seed, clocks)
   timing = timing or {}
   local case = bench_case()
   local params = build_params(spec, case)
@@ -1389,6 +1396,7 @@ local function time_interleaved(be, spec, cands, timing, seed)
   -- the CI target until then (never past the budget or max_reps)
   local fill_end = (timing.fill or 0) > 0 and (timing.fill_from or tstart) + timing.fill or nil
   local r = #samples[1]
+  local r0 = r + 1
   while true do
     r = r + 1
     local s = (r - 1) % spec.nsets + 1
@@ -1397,6 +1405,14 @@ local function time_interleaved(be, spec, cands, timing, seed)
       done = r >= max_reps or (r >= min_reps and sys.now() - tstart > budget)
       if r >= min_reps and not done then
         done = r > 1 and precise_enough(samples, target) and not (fill_end and sys.now() < fill_end)
+      end
+    end
+    local during
+    if clocks and (r == r0 or done) then
+      during = function()
+        local x = be.sample()
+        if r == r0 then clocks.first = x end
+        if done then clocks.last = x end
       end
     end
     local phase = "timed launch " .. r
@@ -1408,7 +1424,7 @@ local function time_interleaved(be, spec, cands, timing, seed)
         kernels, rv, rf = reload_for_timing(be, cand, case)
         if not kernels then return nil, c, rv, rf end
       end
-      local ms, v, fatal = timed_rep(be, spec, case, kernels, cand.params or params, s, timing.flush)
+      local ms, v, fatal = timed_rep(be, spec, case, kernels, cand.params or params, s, timing.flush, nil, during)
       if not ms then return nil, c, v, fatal end
       samples[c][r] = ms
       -- on a backend that checks regions on the device, every repetition's inputs and
@@ -1507,16 +1523,16 @@ end
 -- size (in_timing), the clocks around it and the fill it was given: the result table
 -- and, when the timing ran through, its samples.
 local function timed_result(be, spec, cand, req, t0, in_timing, seed)
-  local before = be.sample and be.sample() or nil
+  local clocks = be.sample and {} or nil
   if req.timing and req.timing.fill then req.timing.fill_from = t0 end
-  local samples, _, tv, fatal = time_interleaved(be, spec, { cand }, req.timing, seed)
+  local samples, _, tv, fatal = time_interleaved(be, spec, { cand }, req.timing, seed, clocks)
   if samples and in_timing then
     local ov, of = again_on_one_load(be, spec, cand, #samples[1])
     if ov then samples, tv, fatal = nil, ov, of end
   end
   if not samples then return fail_with(cand, tv, fatal) end
   local result = timing_result(samples[1], cand, req.floor_ms)
-  if be.sample then result.clocks = { before = before, after = be.sample() } end
+  if clocks then result.clocks = { before = clocks.first, after = clocks.last } end
   if req.timing and req.timing.fill then result.fill_s = req.timing.fill end
   return result, samples[1]
 end
