@@ -211,10 +211,15 @@ local function propose_model(ctx, n, guess)
   end
   -- the pool: every valid point not yet proposed where there are few enough; else a
   -- random sample of them plus every unseen neighbour of the best points so far
-  local pool, in_pool = {}, {}
+  -- (pool_keys[i]: pool[i]'s key, made once: the picks below ask for it at every point)
+  local pool, in_pool, pool_keys = {}, {}, {}
   local function add(p)
     local k = p and tune.key(p)
-    if p and not ctx.seen[k] and not in_pool[k] then in_pool[k] = true pool[#pool + 1] = p end
+    if p and not ctx.seen[k] and not in_pool[k] then
+      in_pool[k] = true
+      pool[#pool + 1] = p
+      pool_keys[#pool] = k
+    end
   end
   if ctx.valid and #ctx.valid <= POOL then
     for _, p in ipairs(ctx.valid) do add(p) end
@@ -244,7 +249,7 @@ local function propose_model(ctx, n, guess)
     for k, c in ipairs(choosing.in_flight) do pending[k] = ctx.encode(c.defines) end
   end
   local chosen, ei = surrogate.pick(X, y, xs, n, ctx.rng, { offset = ctx.picks or 0, refit_below = guess and 0 or nil,
-    favour = favoured and function(i) return favoured[tune.key(pool[i])] == true end, pending = pending })
+    favour = favoured and function(i) return favoured[pool_keys[i]] == true end, pending = pending })
   ctx.picks = (ctx.picks or 0) + #chosen
   -- a model that expects nothing better anywhere, twice in a row, ends the search
   ctx.flat = ei < ctx.opts.stop_ei and (ctx.flat or 0) + 1 or 0
