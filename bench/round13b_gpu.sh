@@ -8,23 +8,12 @@ cd "$(dirname "$0")/.."
 . bench/round_lib.sh
 python3 bench/nvml_calls.py 200 > "$T/nvml.txt" 2>&1
 cat "$T/nvml.txt" >> "$L"
-for i in 1 2; do
-  for t in stencil:22 saxpy:6; do
-    for v in pre new; do
-      casc_row "${t%%:*}$i full $v" $v "${t%%:*}" "${t##*:}"
-      casc_row "${t%%:*}$i casc $v" $v "${t%%:*}" "${t##*:}" --cascade on
-    done
-  done
-done
+casc_pairs pre new
 for seed in 7 13; do
   VARIANT=var/pre ab_row "model${seed} pre" var "" --method model --seed "$seed"
   ab_row "model${seed} new" new "" --method model --seed "$seed"
 done
-use_bin new
-gpu_tests_logged
-row "GPU tests" "$(grep -c 'exit 0' "$T/gpu_tests.txt") of $(grep -c '^gpu ' "$T/gpu_tests.txt") exit 0"
-OUT=$T/kt timeout 300 bash bench/kt_gpu/run.sh > "$T/kt.txt" 2>&1
-{ echo "== KT bench"; cat "$T/kt.txt"; } >> "$L"
+tests_and_kt
 (cd "$T/kt" && tar czf "$O/kt.tgz" . 2>/dev/null)
 (cd "$O" && tar czf tunes.tgz tune_*.log 2>/dev/null && rm -f tune_*.log)
 cat "$T/nvml.txt"

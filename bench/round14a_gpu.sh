@@ -16,11 +16,7 @@ for t in stencil:22 saxpy:6; do
   casc_row "${t%%:*} full" new "${t%%:*}" "${t##*:}"
   casc_row "${t%%:*} casc" new "${t%%:*}" "${t##*:}" --cascade on
 done
-use_bin new
-gpu_tests_logged
-row "GPU tests" "$(grep -c 'exit 0' "$T/gpu_tests.txt") of $(grep -c '^gpu ' "$T/gpu_tests.txt") exit 0"
-OUT=$T/kt timeout 300 bash bench/kt_gpu/run.sh > "$T/kt.txt" 2>&1
-{ echo "== KT bench"; cat "$T/kt.txt"; } >> "$L"
+tests_and_kt
 (cd "$O" && tar czf tunes.tgz tune_*.log 2>/dev/null && rm -f tune_*.log)
 python3 bench/idle_map.py "$L" 2>&1 | tee -a "$L"
 tail -12 "$T/gpu_tests.txt" | cut -c1-200

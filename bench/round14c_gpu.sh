@@ -14,25 +14,14 @@ for v in pre new; do
   cat "$T/bd.txt" >> "$L"
   row "breakdown $v" "$(grep -E '^sample ' "$T/bd.txt" | tr -s ' ' | cut -c1-40); $(grep -E '^BREAKDOWN' "$T/bd.txt" | sed 's/.*(ok/(ok/' | cut -c1-150)"
 done
-for i in 1 2; do
-  for t in stencil:22 saxpy:6; do
-    for v in pre new; do
-      casc_row "${t%%:*}$i full $v" $v "${t%%:*}" "${t##*:}"
-      casc_row "${t%%:*}$i casc $v" $v "${t%%:*}" "${t##*:}" --cascade on
-    done
-  done
-done
+casc_pairs pre new
 for seed in ${SEEDS:-7 13 3 17}; do
   export BUSY_STRATEGY=var/prev_tune.lua
   VARIANT=var/pre ab_row "model${seed} pre" var "" --method model --seed "$seed"
   unset BUSY_STRATEGY
   ab_row "model${seed} new" new "" --method model --seed "$seed"
 done
-use_bin new
-gpu_tests_logged
-row "GPU tests" "$(grep -c 'exit 0' "$T/gpu_tests.txt") of $(grep -c '^gpu ' "$T/gpu_tests.txt") exit 0"
-OUT=$T/kt timeout 300 bash bench/kt_gpu/run.sh > "$T/kt.txt" 2>&1
-{ echo "== KT bench"; cat "$T/kt.txt"; } >> "$L"
+tests_and_kt
 (cd "$O" && tar czf tunes.tgz tune_*.log 2>/dev/null && rm -f tune_*.log)
 tail -10 "$T/gpu_tests.txt" | cut -c1-160
 grep -E "^(task|gemm_tiled|saxpy|stencil) " "$T/kt.txt" | cut -c1-200

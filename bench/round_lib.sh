@@ -7,7 +7,8 @@
 # promotion unless OPTIONS say otherwise: its rows, its lines in L, its log as
 # $O/tune_LABEL.log; BUSY_TASK names another task); ab_row LABEL BIN NICE OPTIONS... (one run
 # of a side-by-side, its thinks and compiles summed); casc_row (an exhaustive tune with options, its stages and best); prev_new SEED... (var/prev_tune.lua
-# against the built-in tune, alternated).
+# against the built-in tune, alternated); casc_pairs VARIANT... (stencil and saxpy, full and
+# cascade, twice, alternated) and tests_and_kt (every GPU test, then Kernel Tuner).
 O=${OUT:-/tmp}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -178,4 +179,27 @@ casc_row() {
   row "$label" "$(grep -E '^run ' "$T/t.log" | sed 's/.*on //' | cut -c1-60) process $(awk "BEGIN{printf \"%.2f\", $e-$s}") s"
   row "  stages, best" "$(grep -E '^verdicts:' "$T/t.log" | cut -c11-60); $(grep -E '^stages:' "$T/t.log" | cut -c9-60); $(grep -E '^best:' "$T/t.log" | cut -c11-100)"
   { echo "== $label: ${rows[-2]}"; grep -E '^(time|stages|best):' "$T/t.log"; } >> "$L"
+}
+# casc_pairs VARIANT...: stencil 22 and saxpy 6 exhaustive, full and cascade (casc_row),
+# twice each, the VARIANTs (pick: new, or a folder under var/) alternated
+casc_pairs() {
+  local i t v
+  for i in 1 2; do
+    for t in stencil:22 saxpy:6; do
+      for v in "$@"; do
+        casc_row "${t%%:*}$i full $v" "$v" "${t%%:*}" "${t##*:}"
+        casc_row "${t%%:*}$i casc $v" "$v" "${t%%:*}" "${t##*:}" --cascade on
+      done
+    done
+  done
+}
+# tests_and_kt: every GPU test with build/kloop (gpu_tests_logged, a row of how many
+# passed), then Kernel Tuner and kloop on all three spaces (bench/kt_gpu/run.sh, its log
+# in $T/kt.txt); both in L
+tests_and_kt() {
+  use_bin new
+  gpu_tests_logged
+  row "GPU tests" "$(grep -c 'exit 0' "$T/gpu_tests.txt") of $(grep -c '^gpu ' "$T/gpu_tests.txt") exit 0"
+  OUT=$T/kt timeout 300 bash bench/kt_gpu/run.sh > "$T/kt.txt" 2>&1
+  { echo "== KT bench"; cat "$T/kt.txt"; } >> "$L"
 }
