@@ -335,7 +335,7 @@ end
 -- carried from a spilled batch), or from the history where a context has none (benches).
 local function room_after(ctx, nbatch)
   if ctx.room_after then return ctx:room_after(nbatch) end
-  return ctx.opts.budget - (#ctx.history - 1) - nbatch
+  return ctx.opts.budget - (#ctx.history - 1) - #(ctx.carried or {}) - nbatch
 end
 
 -- A spilled batch's candidates carried into the next (kloop.search.driver Ctx:spill_ok):

@@ -78,13 +78,20 @@ describe("kloop.protocol on the sim backend", function()
     end
     local ok, r = pcall(evaluate, [[gemm = function(p) g.gemm(g.args(p)) end]],
       { timing = { budget = 0.05, min_reps = 4, max_reps = 4 } })
+    -- (one repetition: one read, kept once, as the one after)
+    local ok1, r1 = pcall(evaluate, [[gemm = function(p) g.gemm(g.args(p)) end]],
+      { timing = { budget = 0.05, min_reps = 1, max_reps = 1 } })
     sim.timer_stop, sim.timer_read, sim.sample = stop, read, nil
     assert.is_true(ok, tostring(r))
     assert.are.equal("ok", r.verdict, r.reason)
     assert.are.equal(4, r.reps)
-    assert.are.same({ "in flight", "in flight" }, phases)
+    assert.are.same({ "in flight", "in flight", "in flight" }, phases)
     assert.are.equal(1001, r.clocks.before.sm_mhz)
     assert.are.equal(1002, r.clocks.after.sm_mhz)
+    assert.is_true(ok1, tostring(r1))
+    assert.are.equal(1, r1.reps)
+    assert.is_nil(r1.clocks.before)
+    assert.are.equal(1003, r1.clocks.after.sm_mhz)
   end)
 
   it("finds unwritten outputs (poison left in place)", function()

@@ -45,7 +45,7 @@ function M.print_result(r, name)
   end
   local ck = r.clocks and r.clocks.after
   if ck then
-    print(string.format("%-10s SM %d MHz, memory %d MHz, %d C, %.0f W, throttle reasons 0x%x (after timing)",
+    print(string.format("%-10s SM %d MHz, memory %d MHz, %d C, %.0f W, throttle reasons 0x%x (during the last timed repetition)",
       "clocks", ck.sm_mhz, ck.mem_mhz, ck.temp_c, ck.power_w, ck.throttle))
   end
   if r.sandbox then print(string.format("%-10s %s", "sandbox", r.sandbox)) end

@@ -1299,10 +1299,10 @@ local function timed_rep(be, spec, case, kernels, params, s, flush, before, duri
   if ok then ok, m, fatal = be.timer_start() end
   if ok then ok, m, fatal = launch_plan(be, kernels, params) end
   if ok then ok, m, fatal = be.timer_stop() end
+  collectgarbage("restart")
   -- (host work while the repetition runs on the GPU, before its stop event is read: the
   -- clocks, time_interleaved)
   if ok and during then during() end
-  collectgarbage("restart")
   local ms
   if ok then ms, m, fatal = be.timer_read() end
   if not ms then return nil, verdict(fatal and "crashed" or "launch_error", "timed launch: " .. tostring(m)), fatal end
@@ -1532,7 +1532,8 @@ local function timed_result(be, spec, cand, req, t0, in_timing, seed)
   end
   if not samples then return fail_with(cand, tv, fatal) end
   local result = timing_result(samples[1], cand, req.floor_ms)
-  if clocks then result.clocks = { before = clocks.first, after = clocks.last } end
+  -- (one repetition timed here: one read, kept once)
+  if clocks then result.clocks = { before = clocks.first ~= clocks.last and clocks.first or nil, after = clocks.last } end
   if req.timing and req.timing.fill then result.fill_s = req.timing.fill end
   return result, samples[1]
 end
