@@ -9,6 +9,7 @@
 # of a side-by-side, its thinks and compiles summed); casc_row (an exhaustive tune with options, its stages and best); prev_new SEED... (var/prev_tune.lua
 # against the built-in tune, alternated); casc_pairs VARIANT... (stencil and saxpy, full and
 # cascade, twice, alternated) and tests_and_kt (every GPU test, then Kernel Tuner).
+# The variants under var/ (git-ignored) reach the GPU machine only when the call carries "var".
 O=${OUT:-/tmp}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
