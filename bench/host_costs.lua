@@ -1,6 +1,6 @@
 -- bench/host_costs.lua: what the host's fixed steps around an evaluation cost on this
 -- machine, each timed alone: NVML's queries (the worker samples clocks, temperature,
--- power and throttle reasons before and after every timing: kl_nvml_sample), the device
+-- power and throttle reasons during the first and the last timed repetition: kl_nvml_sample), the device
 -- handle's lookup by UUID that the core now keeps, and a store write (one transaction,
 -- WAL with synchronous=FULL: a commit and its fsync, as every add_candidate and
 -- add_evaluation does) in a scratch database under DIR.

@@ -12,7 +12,7 @@ for _, k in ipairs({ "verdict", "reason", "time_ms", "ci_ms", "samples", "resour
   if r[k] == nil then io.stderr:write("FAIL: no field " .. k .. "\n") os.exit(1) end
 end
 if not (r.clocks and r.clocks.after and r.clocks.after.sm_mhz > 0) then
-  io.stderr:write("FAIL: no GPU clocks recorded around the timing\n") os.exit(1)
+  io.stderr:write("FAIL: no GPU clocks recorded during the timing\n") os.exit(1)
 end
 if not (r.measured_peaks and r.measured_peaks.tflops > 10 and r.measured_peaks.tbps > 1) then
   io.stderr:write("FAIL: no plausible measured peaks\n") os.exit(1)

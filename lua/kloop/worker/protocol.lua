@@ -1520,7 +1520,7 @@ end
 
 -- The timing of one candidate (req.timing; seed: repetitions timed already, a
 -- cascade's screen), the two launches on one load where the timing verified the bench
--- size (in_timing), the clocks around it and the fill it was given: the result table
+-- size (in_timing), the clocks read during it and the fill it was given: the result table
 -- and, when the timing ran through, its samples.
 local function timed_result(be, spec, cand, req, t0, in_timing, seed)
   local clocks = be.sample and {} or nil
