@@ -338,21 +338,13 @@ local function room_after(ctx, nbatch)
   return ctx.opts.budget - (#ctx.history - 1) - #(ctx.carried or {}) - nbatch
 end
 
--- A spilled batch's candidates carried into the next (kloop.search.driver Ctx:spill_ok):
--- proposed, not yet evaluated; a copy (the driver's list shrinks as they run).
-local function carried_of(ctx)
-  local out = {}
-  for i, c in ipairs(ctx.carried or {}) do out[i] = c end
-  return out
-end
-
 local function propose_model_step(ctx, n)
-  -- (the candidates carried past a spilled batch count: they were proposed, and their
-  -- results are as far off as the batch in flight's; not counted, a spill just before
-  -- the step that begins choosing ahead put the model's first choice, and its compiles,
-  -- a batch later, the GPU waiting for them: round14a, seeds 13 and 3)
-  local carried = carried_of(ctx)
-  local evaluated = #ctx.history - 1 + #carried
+  -- (what the budget has taken: the evaluated and the candidates carried past a spilled
+  -- batch, kloop.search.driver Ctx:spill_ok, whose results are as far off as the batch in
+  -- flight's; counting only the evaluated, a spill just before the step that begins
+  -- choosing ahead put the model's first choice, and its compiles, a batch later, the
+  -- GPU waiting for them: round14a, seeds 13 and 3)
+  local evaluated = ctx.opts.budget - room_after(ctx, 0)
   if ctx.opts.ahead == "on" and (ctx.next_batch or ctx.deferred or evaluated >= (ctx.ahead_after or AHEAD_AFTER)) then
     -- one batch ahead: this step's batch was chosen while the one before ran (S.think),
     -- or is chosen now on the same data; the next is left to choose while this one
@@ -363,10 +355,11 @@ local function propose_model_step(ctx, n)
     ctx.next_batch = nil
     if #out > 0 and not ctx.stopped then
       -- (what the choice reads: the history's length, the best, what was learnt, then)
-      -- (the choice sees the carried ones as it sees the batch: pending, at predicted times)
+      -- (the choice sees the carried ones as it sees the batch: pending, at predicted
+      -- times; copied, as the driver's list shrinks while they run)
       local in_flight = {}
       for i, c in ipairs(out) do in_flight[i] = c end
-      for _, c in ipairs(carried) do in_flight[#in_flight + 1] = c end
+      for _, c in ipairs(ctx.carried or {}) do in_flight[#in_flight + 1] = c end
       ctx.deferred = { horizon = #ctx.history, best = ctx.best or false, learnt = learnt(ctx), in_flight = in_flight,
         n = ahead_batch(ctx, n, room_after(ctx, #out)) }
     end
