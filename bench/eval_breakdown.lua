@@ -3,7 +3,11 @@
 -- kernels/gemm_tiled.lua's space (every 37th of the recorded landscape), compiled in the
 -- background as the driver does. Prints the worker's time per backend function and the
 -- parent's split (waiting for a compile, waiting for the worker, its own work).
--- usage: kloop bench/eval_breakdown.lua [COUNT] [TIMING_BUDGET] [TASK]
+-- TIMELINE=1: the worker records the GPU's activities too (CUPTI: kernels, copies,
+-- fills; kloop.worker.trace.idle_split), and the GPU's idle time inside the requests is
+-- printed split by the backend call that ran during it, and by the GPU operations on
+-- either side of each idle stretch. (The records cost the worker some time of their own.)
+-- usage: [TIMELINE=1] kloop bench/eval_breakdown.lua [COUNT] [TIMING_BUDGET] [TASK]
 local eval = require("kloop.eval.evaluator")
 local taskmod = require("kloop.eval.task")
 local sys = require("kloop.core.sys")
@@ -29,7 +33,8 @@ end
 while #points < count do points[#points + 1] = {} end
 
 local t0 = sys.now()
-local ev = eval.new(task, { trace = true })
+local timeline = os.getenv("TIMELINE") == "1"
+local ev = eval.new(task, { trace = timeline and "timeline" or true })
 assert(ev:start())
 local t_start = sys.now() - t0
 -- the start's steps, and the set-up's calls (backend and host passes)
@@ -51,12 +56,23 @@ local t1 = sys.now()
 ev:precompile(cands)
 local t_pre = sys.now() - t1
 local acc, wall_total, verdicts, reps_total = {}, 0, {}, 0
+local tl = { busy = 0, idle = 0, by_call = {}, by_pair = {}, gaps = 0, ops = 0, n = 0 }
 for _, c in ipairs(cands) do
   local ta = sys.now()
   local r = ev:evaluate(c.source, { defines = c.defines, timing = { budget = budget } })
   wall_total = wall_total + (sys.now() - ta)
   verdicts[r.verdict] = (verdicts[r.verdict] or 0) + 1
   reps_total = reps_total + (r.reps or 0)
+  local w = r.worker_timeline
+  if w then
+    tl.n, tl.busy, tl.idle, tl.gaps, tl.ops = tl.n + 1, tl.busy + w.busy, tl.idle + w.idle, tl.gaps + w.gaps, tl.ops + w.ops
+    for k, v in pairs(w.by_call) do tl.by_call[k] = (tl.by_call[k] or 0) + v end
+    for k, v in pairs(w.by_pair) do
+      local p = tl.by_pair[k] or { n = 0, s = 0 }
+      p.n, p.s = p.n + v.n, p.s + v.s
+      tl.by_pair[k] = p
+    end
+  end
   for k, e in pairs(r.worker_trace or {}) do
     local a = acc[k] or { n = 0, s = 0 }
     a.n, a.s = a.n + e.n, a.s + e.s
@@ -71,6 +87,27 @@ table.sort(names, function(a, b) return acc[a].s > acc[b].s end)
 print(string.format("%-18s %8s %10s %7s", "worker", "calls", "seconds", "share"))
 for _, k in ipairs(names) do
   print(string.format("%-18s %8d %10.3f %6.1f%%", k, acc[k].n, acc[k].s, 100 * acc[k].s / math.max(req_total, 1e-9)))
+end
+if tl.n > 0 then
+  local function top(t, val)
+    local ks = {}
+    for k in pairs(t) do ks[#ks + 1] = k end
+    table.sort(ks, function(a, b) return val(t[a]) > val(t[b]) end)
+    return ks
+  end
+  print(string.format("TIMELINE: %d requests, GPU busy %.3f s, idle %.3f s (%.1f%% idle; %.2f ms idle a request), "
+    .. "%d idle stretches, %d GPU operations", tl.n, tl.busy, tl.idle, 100 * tl.idle / math.max(tl.busy + tl.idle, 1e-9),
+    1000 * tl.idle / tl.n, tl.gaps, tl.ops))
+  print(string.format("%-24s %10s %8s %7s", "idle during", "seconds", "ms/req", "share"))
+  for i, k in ipairs(top(tl.by_call, function(v) return v end)) do
+    if i <= 14 then print(string.format("%-24s %10.4f %8.3f %6.1f%%", k, tl.by_call[k], 1000 * tl.by_call[k] / tl.n,
+      100 * tl.by_call[k] / math.max(tl.idle, 1e-9))) end
+  end
+  print(string.format("%-64s %7s %9s %8s", "idle between (GPU op before -> after)", "count", "seconds", "us each"))
+  for i, k in ipairs(top(tl.by_pair, function(v) return v.s end)) do
+    local p = tl.by_pair[k]
+    if i <= 16 then print(string.format("%-64s %7d %9.4f %8.1f", k:sub(1, 64), p.n, p.s, 1e6 * p.s / p.n)) end
+  end
 end
 local vs = {}
 for k, n in pairs(verdicts) do vs[#vs + 1] = k .. " " .. n end

@@ -45,6 +45,7 @@ static struct {
   CUptiResult (*ActFlushAll)(uint32_t);
   CUptiResult (*ActNext)(uint8_t *, size_t, CUpti_Activity **);
   CUptiResult (*ActDropped)(CUcontext, uint32_t, size_t *);
+  CUptiResult (*Timestamp)(uint64_t *);
   CUptiResult (*ProfInit)(CUpti_Profiler_Initialize_Params *);
   CUptiResult (*ChipName)(CUpti_Device_GetChipName_Params *);
   CUptiResult (*HostInit)(ph_init *);
@@ -116,6 +117,7 @@ int kl_cupti_load(kl_err *err) {
     {(void **)&c.ActFlushAll, "cuptiActivityFlushAll"},
     {(void **)&c.ActNext, "cuptiActivityGetNextRecord"},
     {(void **)&c.ActDropped, "cuptiActivityGetNumDroppedRecords"},
+    {(void **)&c.Timestamp, "cuptiGetTimestamp"},
     {(void **)&c.ProfInit, "cuptiProfilerInitialize"},
     {(void **)&c.ChipName, "cuptiDeviceGetChipName"},
     {(void **)&c.HostInit, "cuptiProfilerHostInitialize"},
@@ -153,10 +155,10 @@ const char *kl_cupti_path(void) { return loaded_from; }
 
 /* ---- Activity: kernel records ---------------------------------------------------- */
 
-enum { ACT_BUF = 1 << 20, ACT_MAX = 4096 };
+enum { ACT_BUF = 1 << 20, ACT_MAX = 16384 };
 static pthread_mutex_t act_mu = PTHREAD_MUTEX_INITIALIZER;
 static kl_kernel_rec act_recs[ACT_MAX];
-static int act_n, act_registered, act_on;
+static int act_n, act_registered, act_on, act_timeline;
 static size_t act_dropped;
 
 static void CUPTIAPI act_request(uint8_t **buffer, size_t *size, size_t *max_records) {
@@ -171,6 +173,26 @@ static void CUPTIAPI act_complete(CUcontext ctx, uint32_t stream, uint8_t *buffe
   CUpti_Activity *rec = NULL;
   pthread_mutex_lock(&act_mu);
   while (c.ActNext(buffer, valid, &rec) == CUPTI_SUCCESS) {
+    if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY || rec->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
+      /* (the timeline: copies and fills too, named by kind; no grid) */
+      if (act_n < ACT_MAX) {
+        kl_kernel_rec *o = &act_recs[act_n];
+        memset(o, 0, sizeof *o);
+        if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
+          const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)rec;
+          static const char *kinds[] = {"?", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"};
+          o->start_ns = m->start, o->end_ns = m->end, o->correlation = m->correlationId;
+          snprintf(o->name, sizeof o->name, "[memcpy %s %llu]", m->copyKind < 11 ? kinds[m->copyKind] : "?",
+                   (unsigned long long)m->bytes);
+        } else {
+          const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)rec;
+          o->start_ns = m->start, o->end_ns = m->end, o->correlation = m->correlationId;
+          snprintf(o->name, sizeof o->name, "[memset %llu]", (unsigned long long)m->bytes);
+        }
+      }
+      act_n++;
+      continue;
+    }
     if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && rec->kind != CUPTI_ACTIVITY_KIND_KERNEL)
       continue;
     const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
@@ -207,6 +229,26 @@ int kl_activity_start(kl_err *err) {
   return KL_OK;
 }
 
+int kl_activity_timeline(int on, kl_err *err) {
+  if (!act_on) return kl_fail(err, KL_EINVAL, 0, "kernel activity was not started");
+  if (on) {
+    CP(c.ActEnable(CUPTI_ACTIVITY_KIND_MEMCPY), "cuptiActivityEnable(MEMCPY)");
+    CP(c.ActEnable(CUPTI_ACTIVITY_KIND_MEMSET), "cuptiActivityEnable(MEMSET)");
+    act_timeline = 1;
+  } else if (act_timeline) {
+    act_timeline = 0;
+    CP(c.ActDisable(CUPTI_ACTIVITY_KIND_MEMCPY), "cuptiActivityDisable(MEMCPY)");
+    CP(c.ActDisable(CUPTI_ACTIVITY_KIND_MEMSET), "cuptiActivityDisable(MEMSET)");
+  }
+  return KL_OK;
+}
+
+uint64_t kl_cupti_now(void) {
+  uint64_t t = 0;
+  if (c.Timestamp && c.Timestamp(&t) != CUPTI_SUCCESS) t = 0;
+  return t;
+}
+
 int kl_activity_take(kl_kernel_rec *recs, int max, int *n, int *dropped, kl_err *err) {
   *n = 0;
   *dropped = 0;
@@ -229,6 +271,11 @@ int kl_activity_stop(kl_kernel_rec *recs, int max, int *n, int *dropped, kl_err 
   int st = kl_activity_take(recs, max, n, dropped, err);
   if (!act_on) return st;
   act_on = 0;
+  if (act_timeline) {
+    act_timeline = 0;
+    c.ActDisable(CUPTI_ACTIVITY_KIND_MEMCPY);
+    c.ActDisable(CUPTI_ACTIVITY_KIND_MEMSET);
+  }
   CUptiResult r = c.ActDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   if (st) return st;
   if (r != CUPTI_SUCCESS) return cupti_fail(err, r, "cuptiActivityDisable");

@@ -155,6 +155,11 @@ int kl_activity_start(kl_err *err);
    exceed max); take keeps recording, stop ends it. */
 int kl_activity_take(kl_kernel_rec *recs, int max, int *n, int *dropped, kl_err *err);
 int kl_activity_stop(kl_kernel_rec *recs, int max, int *n, int *dropped, kl_err *err);
+/* The timeline (bench/eval_timeline.lua): copies and fills recorded too, after
+   kl_activity_start, as records named "[memcpy KIND BYTES]" and "[memset BYTES]". */
+int kl_activity_timeline(int on, kl_err *err);
+/* CUPTI's clock, the one its records use (ns); 0 before CUPTI is loaded. */
+uint64_t kl_cupti_now(void);
 /* Hardware metrics (Profiler Host + Range Profiler: one range per kernel, kernel
    replay). kl_prof_new checks every metric name for a chip (e.g. "GH100", from
    kl_prof_chip) and builds the config image; it needs no GPU. The rest works on the

@@ -185,7 +185,7 @@ end
 
 local function activity_records(fn)
   local e = ffi.new("kl_err")
-  local max = 4096 -- as many as the core keeps; it counts the rest as dropped
+  local max = 16384 -- as many as the core keeps; it counts the rest as dropped
   local recs, n, dropped = ffi.new("kl_kernel_rec[?]", max), ffi.new("int[1]"), ffi.new("int[1]")
   if fn(recs, max, n, dropped, e) ~= 0 then return nil, ffi.string(e.msg) end
   local out = {}
@@ -198,6 +198,14 @@ local function activity_records(fn)
   end
   return out, dropped[0]
 end
+
+-- The timeline (kloop.worker.trace): copies and fills recorded too, and CUPTI's clock.
+function M.activity_timeline(on)
+  local e = ffi.new("kl_err")
+  if C.kl_activity_timeline(on and 1 or 0, e) ~= 0 then return nil, ffi.string(e.msg) end
+  return true
+end
+function M.clock_ns() return tonumber(C.kl_cupti_now()) end
 
 -- Records since the start or the last take (recording goes on); stop ends recording.
 function M.activity_take() return activity_records(C.kl_activity_take) end

@@ -25,6 +25,11 @@ function M.main(args)
   local backend_name = args[1] or "cuda"
   local be = require("kloop.worker.backend_" .. backend_name)
   local traced -- kloop.worker.trace: per-request totals of the backend's calls
+  -- the timeline (hello's trace = "timeline", CUDA): the GPU's activities (CUPTI: kernels,
+  -- copies, fills) and the backend's calls, as the idle split of each candidate request
+  -- (result.worker_timeline: kloop.worker.trace.idle_split; bench/eval_timeline.lua).
+  -- A profile request ends it (it stops the activity records itself).
+  local spans, timeline, raw -- (raw: the backend unwrapped, the timeline's own calls)
   local ready = false
   while true do
     local msg = recv()
@@ -41,11 +46,18 @@ function M.main(args)
         if req.op == "hello" then
           if req.trace and not traced then
             traced = {}
-            be = require("kloop.worker.trace").wrap(be, traced)
+            if req.trace == "timeline" and be.clock_ns then spans, raw = {}, be end
+            be = require("kloop.worker.trace").wrap(be, traced, spans, be.clock_ns)
             require("kloop.worker.trace").wrap_module(require("kloop.core.buf"), traced, "host.")
           end
           local info, err = be.init(req)
           if not info then return { ok = false, error = err } end
+          if spans and not timeline then
+            local oka, aerr = be.activity_start()
+            if oka then oka, aerr = be.activity_timeline(true) end
+            if not oka then return { ok = false, error = "timeline: " .. tostring(aerr) } end
+            timeline = true
+          end
           ready = true
           return { ok = true, gpu = info, pid = sys.getpid() }
         elseif not ready then
@@ -72,8 +84,19 @@ function M.main(args)
           return r
         elseif CANDIDATE_OPS[req.op] then
           local t0 = sys.now()
+          local c0
+          if timeline then
+            raw.activity_take() -- (what ran before this request is not its own)
+            for k = #spans, 1, -1 do spans[k] = nil end
+            c0 = raw.clock_ns()
+          end
           local r = protocol[req.op](be, req)
           if traced then r.worker_trace = require("kloop.worker.trace").take(traced, sys.now() - t0) end
+          if timeline and req.op ~= "profile" then
+            local c1 = raw.clock_ns()
+            local recs = raw.activity_take()
+            if recs then r.worker_timeline = require("kloop.worker.trace").idle_split(recs, spans, c0, c1, 0) end
+          end
           r.ok = true
           return r
         elseif req.op == "peaks" then

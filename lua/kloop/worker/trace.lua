@@ -6,11 +6,14 @@ local sys = require("kloop.core.sys")
 
 local M = {}
 
--- f timed into acc[name] ({n, s}): calls and wall seconds.
-local function timed(f, acc, name)
+-- f timed into acc[name] ({n, s}): calls and wall seconds. With spans (the timeline),
+-- each call's interval by clock() (ns) is appended too: {name, t0, t1}.
+local function timed(f, acc, name, spans, clock)
   return function(...)
     local t0 = sys.now()
+    local c0 = spans and clock()
     local r = { f(...) }
+    if spans then spans[#spans + 1] = { name, c0, clock() } end
     local e = acc[name]
     if not e then e = { n = 0, s = 0 } acc[name] = e end
     e.n, e.s = e.n + 1, e.s + (sys.now() - t0)
@@ -18,13 +21,66 @@ local function timed(f, acc, name)
   end
 end
 
--- The backend `be` with every function timed into `acc` (name -> {n, s}).
-function M.wrap(be, acc)
+-- The backend `be` with every function timed into `acc` (name -> {n, s}); with spans
+-- and clock (the timeline: be.clock_ns), every call's interval is kept in spans too.
+function M.wrap(be, acc, spans, clock)
   local w = setmetatable({}, { __index = be })
   for k, f in pairs(be) do
-    if type(f) == "function" then w[k] = timed(f, acc, k) end
+    if type(f) == "function" and k ~= "clock_ns" then w[k] = timed(f, acc, k, spans, clock) end
   end
   return w
+end
+
+-- Where the GPU idled within [t0, t1] (ns, the records' clock): recs are the GPU's
+-- activities ({name, start_ns, end_ns}: kernels, copies, fills), spans the backend calls
+-- the worker made ({name, t0, t1}, in order, not nested). Every idle stretch (no activity
+-- running) is split over the calls that ran during it, by name; what no call covers is
+-- "_lua" (the worker's own work, or waiting for the parent). Returns {busy, idle
+-- (seconds), by_call = {name -> seconds}, by_pair = {"op before -> op after" -> {n, s}},
+-- gaps = count of idle stretches of min_ns or more, ops = #recs}.
+function M.idle_split(recs, spans, t0, t1, min_ns)
+  min_ns = min_ns or 0
+  local list = {}
+  for _, r in ipairs(recs) do
+    if r.end_ns > t0 and r.start_ns < t1 then list[#list + 1] = r end
+  end
+  table.sort(list, function(a, b) return a.start_ns < b.start_ns end)
+  local out = { busy = 0, idle = 0, by_call = {}, by_pair = {}, gaps = 0, ops = #list }
+  local k = 1 -- the first span that could overlap the next gap
+  local function idle(a, b, before, after)
+    if b - a < min_ns or b <= a then
+      out.busy = out.busy + math.max(0, b - a) / 1e9 -- (a short gap: counted as busy)
+      return
+    end
+    out.gaps = out.gaps + 1
+    out.idle = out.idle + (b - a) / 1e9
+    local pair = (before or "start") .. " -> " .. (after or "end")
+    local p = out.by_pair[pair] or { n = 0, s = 0 }
+    p.n, p.s = p.n + 1, p.s + (b - a) / 1e9
+    out.by_pair[pair] = p
+    while spans[k] and spans[k][3] <= a do k = k + 1 end
+    local covered, j = 0, k
+    while spans[j] and spans[j][2] < b do
+      local lo, hi = math.max(a, spans[j][2]), math.min(b, spans[j][3])
+      if hi > lo then
+        out.by_call[spans[j][1]] = (out.by_call[spans[j][1]] or 0) + (hi - lo) / 1e9
+        covered = covered + (hi - lo)
+      end
+      j = j + 1
+    end
+    if b - a > covered then out.by_call._lua = (out.by_call._lua or 0) + (b - a - covered) / 1e9 end
+  end
+  local at, last = t0, nil
+  for _, r in ipairs(list) do
+    local s, e = math.max(r.start_ns, t0), math.min(r.end_ns, t1)
+    if s > at then idle(at, s, last, r.name) end
+    if e > at then
+      out.busy = out.busy + (e - math.max(s, at)) / 1e9
+      at, last = e, r.name
+    end
+  end
+  if t1 > at then idle(at, t1, last, nil) end
+  return out
 end
 
 -- A module's functions (kloop.core.buf's host passes: fill, digest, compare, mask)
