@@ -41,6 +41,10 @@ static struct {
   CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
   CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
   CUresult (*MemsetD32)(CUdeviceptr, unsigned, size_t);
+  CUresult (*MemAllocHost)(void **, size_t);
+  CUresult (*MemFreeHost)(void *);
+  CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+  CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
   CUresult (*MemGetInfo)(size_t *, size_t *);
   CUresult (*CtxSetLimit)(CUlimit, size_t);
   CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -101,6 +105,10 @@ int kl_cuda_load(kl_err *err) {
     {(void **)&d.MemcpyDtoH, "cuMemcpyDtoH_v2"},
     {(void **)&d.MemcpyDtoD, "cuMemcpyDtoD_v2"},
     {(void **)&d.MemsetD32, "cuMemsetD32_v2"},
+    {(void **)&d.MemAllocHost, "cuMemAllocHost_v2"},
+    {(void **)&d.MemFreeHost, "cuMemFreeHost"},
+    {(void **)&d.MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"},
+    {(void **)&d.MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"},
     {(void **)&d.MemGetInfo, "cuMemGetInfo_v2"},
     {(void **)&d.CtxSetLimit, "cuCtxSetLimit"},
     {(void **)&d.LaunchKernel, "cuLaunchKernel"},
@@ -327,6 +335,26 @@ int kl_cuda_d2h(void *dst, uint64_t src, size_t bytes, kl_err *err) {
 
 int kl_cuda_d2d(uint64_t dst, uint64_t src, size_t bytes, kl_err *err) {
   CU(d.MemcpyDtoD((CUdeviceptr)dst, (CUdeviceptr)src, bytes), "cuMemcpyDtoD");
+  return KL_OK;
+}
+
+int kl_cuda_host_alloc(size_t bytes, void **p, kl_err *err) {
+  CU(d.MemAllocHost(p, bytes), "cuMemAllocHost");
+  return KL_OK;
+}
+
+int kl_cuda_host_free(void *p, kl_err *err) {
+  CU(d.MemFreeHost(p), "cuMemFreeHost");
+  return KL_OK;
+}
+
+int kl_cuda_h2d_async(uint64_t dst, const void *src, size_t bytes, kl_err *err) {
+  CU(d.MemcpyHtoDAsync((CUdeviceptr)dst, src, bytes, NULL), "cuMemcpyHtoDAsync");
+  return KL_OK;
+}
+
+int kl_cuda_d2h_async(void *dst, uint64_t src, size_t bytes, kl_err *err) {
+  CU(d.MemcpyDtoHAsync(dst, (CUdeviceptr)src, bytes, NULL), "cuMemcpyDtoHAsync");
   return KL_OK;
 }
 

@@ -27,7 +27,8 @@ local function find_dirs(args)
   for path in p:lines() do
     path = path:gsub("^%./", "")
     local hidden = ("/" .. path):match("/%.") ~= nil
-    local build = path:match("^build") ~= nil
+    -- (build/ and var/, a session's bench variants: both git-ignored, not the tree)
+    local build = path:match("^build") ~= nil or path == "var" or path:match("^var/") ~= nil
     if not hidden and not build then out[#out + 1] = path end
   end
   p:close()

@@ -94,6 +94,67 @@ describe("kloop.protocol on the sim backend", function()
     assert.are.equal(1003, r1.clocks.after.sm_mhz)
   end)
 
+  -- each timed repetition launches a fresh instance of the module; the next one is loaded
+  -- while the last repetition's state check runs (the GPU busy with it), never while a
+  -- timed repetition is in flight, and none is left loaded when a check fails
+  it("loads the next repetition's fresh module during the state check, never during the timing", function()
+    local load, unload, stop, read, check = sim.load, sim.unload, sim.timer_stop, sim.timer_read, sim.check_regions
+    local start = sim.timer_start
+    local phase, loads, live, seen = "idle", {}, 0, {}
+    sim.load = function(...)
+      local m, e = load(...)
+      if m then loads[#loads + 1] = phase live = live + 1 end
+      return m, e
+    end
+    sim.unload = function(m)
+      if m and m.ptr then live = live - 1 end
+      return unload(m)
+    end
+    sim.timer_start = function() _G.TIMED = true return start() end
+    sim.timer_stop = function() local ok = stop() phase = "timing" _G.TIMED = nil return ok end
+    sim.timer_read = function() phase = "idle" return read() end
+    sim.check_regions = function(arr, n, out, beside)
+      local ok, m = check(arr, n, out)
+      phase = "check"
+      if ok and beside then beside() end
+      phase = "idle"
+      return ok, m
+    end
+    -- a timed launch notes its module's globals table (kept: no address reused): a fresh
+    -- instance has a fresh one
+    local body = [[globals = { hits = 4 },
+      gemm = function(p, grid, block, globals) g.gemm(g.args(p)); if _G.TIMED then _G.SEEN[#_G.SEEN + 1] = globals end end]]
+    _G.SEEN = seen
+    local ok, r = pcall(evaluate, body, { timing = { budget = 1, min_reps = 4, max_reps = 4 } })
+    local timed_loads = #loads
+    -- a kernel that changes its input in its third timed repetition: the check fails
+    -- after the next repetition's module was loaded beside it
+    local live_before = live
+    local ok2, r2 = pcall(evaluate, [[globals = { n = 4 },
+      gemm = function(p) local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C)
+        if _G.TIMED then _G.RUNS = (_G.RUNS or 0) + 1; if _G.RUNS == 3 then A[0] = A[0] + 1 end end end]],
+      { timing = { budget = 1, min_reps = 6, max_reps = 6 } })
+    local runs = _G.RUNS
+    sim.load, sim.unload, sim.timer_stop, sim.timer_read, sim.check_regions = load, unload, stop, read, check
+    sim.timer_start, _G.SEEN, _G.RUNS, _G.TIMED = start, nil, nil, nil
+    assert.is_true(ok, tostring(r))
+    assert.are.equal("ok", r.verdict, r.reason)
+    -- the candidate's load, the first repetition's reload (after verification, idle), and
+    -- one load beside each of the first three repetitions' checks
+    assert.are.same({ "idle", "idle", "check", "check", "check" }, { unpack(loads, 1, timed_loads) })
+    assert.are.equal(4, #seen)
+    local distinct = {}
+    for _, gtab in ipairs(seen) do distinct[gtab] = true end
+    local nd = 0
+    for _ in pairs(distinct) do nd = nd + 1 end
+    assert.are.equal(4, nd, "every timed repetition had a module of its own")
+    assert.is_true(ok2, tostring(r2))
+    assert.are.equal("inputs_modified", r2.verdict, r2.reason)
+    assert.are.equal("bench", r2.evidence.case)
+    assert.are.equal(3, runs, "the check after the third timed launch gives the verdict")
+    assert.are.equal(live_before, live, "a module left loaded after the failing check")
+  end)
+
   it("finds unwritten outputs (poison left in place)", function()
     local r = evaluate([[gemm = function(p) end]])
     assert.are.equal("unwritten", r.verdict)

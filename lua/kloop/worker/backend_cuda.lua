@@ -331,27 +331,53 @@ function M.set_check_kernel(path)
   M.fill_fn = M.func(mod, "kloop_fill") -- (inputs drawn on the device: M.fill_input)
   M.check_slots = { ffi.new("uint64_t[1]", desc), ffi.new("uint64_t[1]", res) }
   M.check_params = ffi.new("void*[2]", M.check_slots)
+  -- the descriptors and results pass through page-locked host memory: copies queued in
+  -- order with the check's launch, one wait for all of it (a copy from pageable memory
+  -- left the GPU idle about 0.1 ms a check: round15a's timeline)
+  local dh, rh = ffi.new("void*[1]"), ffi.new("void*[1]")
+  local okh, herr = check(C.kl_cuda_host_alloc(M.max_regions * ffi.sizeof("kl_region"), dh, err))
+  if okh then okh, herr = check(C.kl_cuda_host_alloc(M.max_regions * ffi.sizeof("kl_region_result"), rh, err)) end
+  if not okh then return nil, "state-check kernel: " .. tostring(herr) end
+  M.check_desc_host = ffi.cast("kl_region*", dh[0])
+  M.check_res_host = ffi.cast("kl_region_result*", rh[0])
   return true
 end
 
 -- Checks n regions (kl_region arr[n]) into out (kl_region_result[n]): descriptors copied
--- in, results zeroed, one launch, results copied back (the copy waits for the kernel).
-function M.check_regions(arr, n, out)
+-- in, results zeroed, one launch, results copied back, the device's copies cleared, all
+-- queued in order; then `beside`, then one wait. Nothing else is queued meanwhile, so no candidate runs
+-- while the page-locked copies (reachable from kernels) hold seeds or digests: they are
+-- cleared before this returns.
+-- beside (optional): host work run after the check is queued, before the wait (the
+-- protocol loads the next repetition's module there).
+function M.check_regions(arr, n, out, beside)
   if not M.check_fn then return nil, "no state-check kernel: the setup request brings it" end
   if n == 0 then return true end
   if n > M.max_regions then return nil, "too many regions to check (" .. n .. ")" end
   local most = 0
   for k = 0, n - 1 do most = math.max(most, tonumber(arr[k].nwords)) end
-  local ok, msg, fatal = M.h2d(M.check_desc, arr, n * ffi.sizeof("kl_region"))
-  if ok then ok, msg, fatal = M.fill32(M.check_res, 0, n * ffi.sizeof("kl_region_result") / 4) end
+  local dbytes, rbytes = n * ffi.sizeof("kl_region"), n * ffi.sizeof("kl_region_result")
+  ffi.copy(M.check_desc_host, arr, dbytes)
+  local ok, msg, fatal = check(C.kl_cuda_h2d_async(M.check_desc, M.check_desc_host, dbytes, err))
+  if ok then ok, msg, fatal = M.fill32(M.check_res, 0, rbytes / 4) end
   local gx = math.max(1, math.min(M.info.sm_count * 4, math.ceil(most / (256 * 8))))
   if ok then ok, msg, fatal = M.launch(M.check_fn, { gx, n, 1 }, { 256, 1, 1 }, 0, M.check_params) end
-  if ok then ok, msg, fatal = M.d2h(out, M.check_res, n * ffi.sizeof("kl_region_result")) end
+  if ok then ok, msg, fatal = check(C.kl_cuda_d2h_async(M.check_res_host, M.check_res, rbytes, err)) end
   -- the descriptors hold the digests' seeds and the results the digests: both cleared
   -- whole, so no candidate launched after this check reads them (to forge an output with
   -- a matching digest) or keeps anything there between its launches
   if ok then ok, msg, fatal = M.fill32(M.check_desc, 0, M.max_regions * ffi.sizeof("kl_region") / 4) end
   if ok then ok, msg, fatal = M.fill32(M.check_res, 0, M.max_regions * ffi.sizeof("kl_region_result") / 4) end
+  local okb, berr = true, nil
+  if ok and beside then okb, berr = pcall(beside) end
+  -- (a queued step that failed still waits: the copy from the host must be done before
+  -- its source is cleared)
+  local oks, smsg, sfatal = M.sync()
+  if ok and not oks then ok, msg, fatal = oks, smsg, sfatal end
+  if ok then ffi.copy(out, M.check_res_host, rbytes) end
+  ffi.fill(M.check_desc_host, dbytes)
+  ffi.fill(M.check_res_host, rbytes)
+  if not okb then error(berr, 0) end
   return ok, msg, fatal
 end
 
@@ -368,7 +394,11 @@ function M.set_compare_kernel(path)
   M.compare_mod, M.compare_fn, M.compare_parts = mod, fn, parts
   -- (the same module masks references on the device: M.mask_device)
   M.mask_fn = M.func(mod, "kloop_mask")
-  M.compare_host = ffi.new("kl_cmp_part[?]", M.max_compare_blocks)
+  -- (page-locked: the copy back is queued with the launch, one wait: check_regions)
+  local ph = ffi.new("void*[1]")
+  local okh, herr = check(C.kl_cuda_host_alloc(M.max_compare_blocks * ffi.sizeof("kl_cmp_part"), ph, err))
+  if not okh then return nil, "comparison kernel: " .. tostring(herr) end
+  M.compare_host = ffi.cast("kl_cmp_part*", ph[0])
   M.compare_words = M.max_compare_blocks * ffi.sizeof("kl_cmp_part") / 4
   return M.fill32(parts, 0, M.compare_words)
 end
@@ -399,13 +429,18 @@ function M.compare_device(out, out_dtype, ref, ref_dtype, n, atol, rtol, pat, ch
   a[11] = ffi.new("uint64_t[1]", chunk)
   a[12] = ffi.new("uint64_t[1]", M.compare_parts)
   local params = ffi.new("void*[12]", a)
+  local pbytes = nb * ffi.sizeof("kl_cmp_part")
   local ok, msg, fatal = M.launch(M.compare_fn, { nb, 1, 1 }, { 256, 1, 1 }, 0, params)
-  if ok then ok, msg, fatal = M.d2h(M.compare_host, M.compare_parts, nb * ffi.sizeof("kl_cmp_part")) end
+  if ok then ok, msg, fatal = check(C.kl_cuda_d2h_async(M.compare_host, M.compare_parts, pbytes, err)) end
   -- cleared whole: no partial sum is left for a candidate, and nothing it wrote survives
   -- (the buffer is checked as zeros after every candidate: state_regions)
   if ok then ok, msg, fatal = M.fill32(M.compare_parts, 0, M.compare_words) end
+  local oks, smsg, sfatal = M.sync()
+  if ok and not oks then ok, msg, fatal = oks, smsg, sfatal end
   if not ok then return nil, msg, fatal end
-  return buf.merge_parts(M.compare_host, nb, n)
+  local r = buf.merge_parts(M.compare_host, nb, n)
+  ffi.fill(M.compare_host, pbytes) -- (the host's copy too: it is reachable from kernels)
+  return r
 end
 
 -- Masks nwords words of src into dst on the device, as kl_buf_mask does on the host

@@ -78,6 +78,9 @@ function M.main(args)
           local t0 = sys.now()
           local r, err = protocol.setup(be, req.spec, req.ref_cubin)
           if not r then return { ok = false, error = err } end
+          -- NVML opened now (its first call takes about 12 ms), not during the first
+          -- candidate's timing, where the GPU would wait for it (round15a's timeline)
+          if be.sample then be.sample() end
           -- (the set-up's backend calls are its own, not the first candidate's)
           if traced then r.worker_trace = require("kloop.worker.trace").take(traced, sys.now() - t0) end
           r.ok = true

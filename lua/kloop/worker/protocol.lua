@@ -648,8 +648,13 @@ function M.setup(be, spec, ref_cubin)
 end
 
 -- Runs a region list through the backend; returns the results array or nil, verdict, fatal.
-local function run_regions(be, list)
-  local ok, msg, fatal = be.check_regions(list.arr, list.n, list.out)
+-- beside (optional): host work to run while the check runs on the GPU (a backend that
+-- checks on the host runs it after)
+local function run_regions(be, list, beside)
+  local called = false
+  local hook = beside and function() called = true beside() end
+  local ok, msg, fatal = be.check_regions(list.arr, list.n, list.out, hook)
+  if beside and not called then beside() end
   if not ok then return nil, verdict(fatal and "crashed" or "launch_error", "state check: " .. tostring(msg)), fatal end
   return list.out
 end
@@ -671,11 +676,12 @@ end
 -- inputs against the digest of input set s. Returns nil when intact, or a verdict, fatal.
 -- with_digests: the outputs' digests are read in the same launch of the check kernel
 -- (then returned third, a list of uint64 cdata, when the launch's regions check out).
-local function check_launch(be, spec, case, s, phase, with_digests)
+-- beside: as run_regions's.
+local function check_launch(be, spec, case, s, phase, with_digests, beside)
   local list
   if with_digests then list = s and case.launch_out_regions or case.guard_out_regions
   else list = s and case.launch_regions or case.guard_regions end
-  local out, v, fatal = run_regions(be, list)
+  local out, v, fatal = run_regions(be, list, beside)
   if not out then return v, fatal end
   local nlaunch = list.first_out or list.n
   for k = 1, nlaunch do
@@ -1111,40 +1117,65 @@ end
 -- A fresh load of a candidate's module (the case's) before each timed repetition: its
 -- globals start from their initial values every time, so nothing it computed in an
 -- earlier launch (verification's, or the last repetition's) can be replayed into a timed one.
-local function reload_for_timing(be, cand, case)
+-- In two halves. fresh_module loads the new instance and resolves its symbols and the
+-- launch functions of every case that uses this module, while the old one stays loaded
+-- and in use: pre = {r, mod, fns, syms, plans}, or nil, verdict, fatal. install_module
+-- unloads the old one and puts the new one in its place (every case whose launches use
+-- this module gets its functions from the new one: one binary for every size, and a
+-- cascade verifies the other sizes after the screen's timing). time_interleaved runs the
+-- first half while the last repetition's state check runs on the GPU.
+local function fresh_module(be, cand, case)
   local r = cand.cases[case.label]
-  local old = r.mod
-  be.unload(old)
   -- (the image the first load read, where the backend keeps one: no file read per repetition)
-  local mod, msg, fatal = be.load(cand_path(cand.req, case.label), old.image)
+  local mod, msg, fatal = be.load(cand_path(cand.req, case.label), r.mod.image)
   if not mod then return nil, verdict(fatal and "crashed" or "launch_error", "module reload: " .. tostring(msg)), fatal end
-  r.mod, r.fns = mod, {}
-  if cand.mod == old then cand.mod = mod end
+  local function fail(v, f)
+    be.unload(mod)
+    return nil, v, f
+  end
   local syms, serr, sfatal = resolve_symbols(be, mod, state.spec)
-  if not syms then return nil, verdict(sfatal and "crashed" or "launch_error", "module reload: " .. tostring(serr)), sfatal end
-  r.syms = syms
-  if case.bench then cand.syms = syms end
-  -- every case whose launches use this module gets its functions from the new one (one
-  -- binary for every size: a cascade verifies the other sizes after the screen's timing)
+  if not syms then return fail(verdict(sfatal and "crashed" or "launch_error", "module reload: " .. tostring(serr)), sfatal) end
+  local pre = { r = r, mod = mod, fns = {}, syms = syms, plans = {} }
   for _, c in ipairs(state.cases) do
     if cand.cases[c.label] == r then
       local kernels = {}
       for k, l in ipairs(cand.req.plans[c.label]) do
-        local fn = r.fns[l.entry]
+        local fn = pre.fns[l.entry]
         if not fn then
           local m2, f2
           fn, m2, f2 = be.func(mod, l.entry)
-          if not fn then return nil, verdict(f2 and "crashed" or "launch_error", m2), f2 end
-          r.fns[l.entry] = fn
+          if not fn then return fail(verdict(f2 and "crashed" or "launch_error", m2), f2) end
+          pre.fns[l.entry] = fn
         end
         local ok, m3, f3 = be.prepare_launch(fn, l.smem)
-        if not ok then return nil, verdict(f3 and "crashed" or "launch_error", m3), f3 end
+        if not ok then return fail(verdict(f3 and "crashed" or "launch_error", m3), f3) end
         kernels[k] = { fn = fn, grid = l.grid, block = l.block, smem = l.smem }
       end
-      cand.plans[c.label] = kernels
+      pre.plans[c.label] = kernels
     end
   end
+  return pre
+end
+
+local function install_module(be, cand, case, pre)
+  local r, old = pre.r, pre.r.mod
+  be.unload(old)
+  r.mod, r.fns, r.syms = pre.mod, pre.fns, pre.syms
+  if cand.mod == old then cand.mod = pre.mod end
+  if case.bench then cand.syms = pre.syms end
+  for label, kernels in pairs(pre.plans) do cand.plans[label] = kernels end
   return cand.plans[case.label]
+end
+
+-- The case's kernels from a fresh instance of its module (pre: one fresh_module loaded
+-- already), or nil, verdict, fatal.
+local function reload_for_timing(be, cand, case, pre)
+  if not pre then
+    local v, f
+    pre, v, f = fresh_module(be, cand, case)
+    if not pre then return nil, v, f end
+  end
+  return install_module(be, cand, case, pre)
 end
 
 local function fail_with(cand, v, fatal)
@@ -1397,6 +1428,7 @@ local function time_interleaved(be, spec, cands, timing, seed, clocks)
   local fill_end = (timing.fill or 0) > 0 and (timing.fill_from or tstart) + timing.fill or nil
   local r = #samples[1]
   local r0 = r + 1
+  local pre -- (the next repetition's fresh module: fresh_module)
   while true do
     r = r + 1
     local s = (r - 1) % spec.nsets + 1
@@ -1421,7 +1453,8 @@ local function time_interleaved(be, spec, cands, timing, seed, clocks)
       local kernels = cand.plans[case.label]
       if timing.reload ~= false then
         local rv, rf
-        kernels, rv, rf = reload_for_timing(be, cand, case)
+        kernels, rv, rf = reload_for_timing(be, cand, case, pre)
+        pre = nil
         if not kernels then return nil, c, rv, rf end
       end
       local ms, v, fatal = timed_rep(be, spec, case, kernels, cand.params or params, s, timing.flush, nil, during)
@@ -1431,7 +1464,15 @@ local function time_interleaved(be, spec, cands, timing, seed, clocks)
       -- outputs are checked (a launch of kloop's check kernel); elsewhere the first two
       -- and the last
       local checked = every or r <= 2 or done
-      local v2, f2, d = check_launch(be, spec, case, checked and s or nil, phase, checked)
+      -- one candidate: the next repetition's fresh module is loaded while this one's
+      -- state check runs on the GPU (not while a timed repetition runs: nothing else
+      -- happens on the GPU then). A load that fails here fails again, with its verdict,
+      -- at the next repetition's reload.
+      local beside
+      if not done and not paired and timing.reload ~= false then
+        beside = function() pre = fresh_module(be, cand, case) end
+      end
+      local v2, f2, d = check_launch(be, spec, case, checked and s or nil, phase, checked, beside)
       if not v2 and checked then v2, f2 = check_again(be, spec, cand, case, s, phase, d) end
       -- the first verified outputs of an input set (the bench size not verified before its
       -- timing: M.evaluate, a screen): their digests are the ones later launches on the
@@ -1439,7 +1480,10 @@ local function time_interleaved(be, spec, cands, timing, seed, clocks)
       if not v2 and checked and not verified_digests(cand, case, s) then
         v2, f2 = record_digests(be, cand, case, s, d)
       end
-      if v2 then return nil, c, v2, f2 end
+      if v2 then
+        if pre then be.unload(pre.mod) end
+        return nil, c, v2, f2
+      end
     end
     if done then break end
   end
