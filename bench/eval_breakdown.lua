@@ -7,7 +7,8 @@
 -- fills; kloop.worker.trace.idle_split), and the GPU's idle time inside the requests is
 -- printed split by the backend call that ran during it, and by the GPU operations on
 -- either side of each idle stretch. (The records cost the worker some time of their own.)
--- usage: [TIMELINE=1] kloop bench/eval_breakdown.lua [COUNT] [TIMING_BUDGET] [TASK]
+-- STAGE=screen or cascade: the cascade's screen alone, or both stages in one request.
+-- usage: [TIMELINE=1] [STAGE=full|screen|cascade] kloop bench/eval_breakdown.lua [COUNT] [TIMING_BUDGET] [TASK]
 local eval = require("kloop.eval.evaluator")
 local taskmod = require("kloop.eval.task")
 local sys = require("kloop.core.sys")
@@ -34,6 +35,9 @@ while #points < count do points[#points + 1] = {} end
 
 local t0 = sys.now()
 local timeline = os.getenv("TIMELINE") == "1"
+-- STAGE=screen: the cascade's screen alone; STAGE=cascade: screen and full in one request
+-- (as tune's cascade runs a candidate within its margin); else the full protocol
+local stage = os.getenv("STAGE") or "full"
 local ev = eval.new(task, { trace = timeline and "timeline" or true })
 assert(ev:start())
 local t_start = sys.now() - t0
@@ -56,10 +60,14 @@ local t1 = sys.now()
 ev:precompile(cands)
 local t_pre = sys.now() - t1
 local acc, wall_total, verdicts, reps_total = {}, 0, {}, 0
-local tl = { busy = 0, idle = 0, by_call = {}, by_pair = {}, gaps = 0, ops = 0, n = 0 }
+local tl = { busy = 0, idle = 0, by_call = {}, by_pair = {}, by_op = {}, gaps = 0, ops = 0, n = 0 }
 for _, c in ipairs(cands) do
   local ta = sys.now()
-  local r = ev:evaluate(c.source, { defines = c.defines, timing = { budget = budget } })
+  local opts = { defines = c.defines, timing = { budget = budget } }
+  local r
+  if stage == "screen" then r = ev:screen(c.source, opts)
+  elseif stage == "cascade" then r = ev:cascade(c.source, opts)
+  else r = ev:evaluate(c.source, opts) end
   wall_total = wall_total + (sys.now() - ta)
   verdicts[r.verdict] = (verdicts[r.verdict] or 0) + 1
   reps_total = reps_total + (r.reps or 0)
@@ -67,10 +75,12 @@ for _, c in ipairs(cands) do
   if w then
     tl.n, tl.busy, tl.idle, tl.gaps, tl.ops = tl.n + 1, tl.busy + w.busy, tl.idle + w.idle, tl.gaps + w.gaps, tl.ops + w.ops
     for k, v in pairs(w.by_call) do tl.by_call[k] = (tl.by_call[k] or 0) + v end
-    for k, v in pairs(w.by_pair) do
-      local p = tl.by_pair[k] or { n = 0, s = 0 }
-      p.n, p.s = p.n + v.n, p.s + v.s
-      tl.by_pair[k] = p
+    for _, f in ipairs({ "by_pair", "by_op" }) do
+      for k, v in pairs(w[f] or {}) do
+        local p = tl[f][k] or { n = 0, s = 0 }
+        p.n, p.s = p.n + v.n, p.s + v.s
+        tl[f][k] = p
+      end
     end
   end
   for k, e in pairs(r.worker_trace or {}) do
@@ -103,6 +113,11 @@ if tl.n > 0 then
     if i <= 14 then print(string.format("%-24s %10.4f %8.3f %6.1f%%", k, tl.by_call[k], 1000 * tl.by_call[k] / tl.n,
       100 * tl.by_call[k] / math.max(tl.idle, 1e-9))) end
   end
+  print(string.format("%-32s %7s %9s %8s %8s", "GPU busy with", "count", "seconds", "ms/req", "us each"))
+  for i, k in ipairs(top(tl.by_op, function(v) return v.s end)) do
+    local p = tl.by_op[k]
+    if i <= 12 then print(string.format("%-32s %7d %9.4f %8.3f %8.1f", k:sub(1, 32), p.n, p.s, 1000 * p.s / tl.n, 1e6 * p.s / p.n)) end
+  end
   print(string.format("%-64s %7s %9s %8s", "idle between (GPU op before -> after)", "count", "seconds", "us each"))
   for i, k in ipairs(top(tl.by_pair, function(v) return v.s end)) do
     local p = tl.by_pair[k]
@@ -111,7 +126,7 @@ if tl.n > 0 then
 end
 local vs = {}
 for k, n in pairs(verdicts) do vs[#vs + 1] = k .. " " .. n end
-print(string.format("BREAKDOWN: %d candidates (%s), timing budget %.2f s: start %.1f s, precompile call %.2f s, "
+print(string.format("BREAKDOWN (" .. stage .. "): %d candidates (%s), timing budget %.2f s: start %.1f s, precompile call %.2f s, "
   .. "evaluations %.1f s wall, of it in the worker %.1f s (%.0f%%); %.1f candidates/min; %.1f timed repetitions each",
   #cands, table.concat(vs, ", "), budget, t_start, t_pre, wall_total, req_total, 100 * req_total / wall_total,
   60 * #cands / wall_total, reps_total / #cands))

@@ -29,11 +29,16 @@ describe("the timeline's idle split", function()
     assert.are.equal(1, out.by_pair["cand -> check"].n)
     assert.are.equal(300, math.floor(out.by_pair["[memcpy DtoD 64] -> flush"].s * 1e9 + 0.5))
     assert.are.equal(50, math.floor(out.by_pair["flush -> end"].s * 1e9 + 0.5))
+    -- the busy time by operation, a copy's size dropped from its name
+    assert.are.equal(210, math.floor(out.by_op["[memcpy DtoD]"].s * 1e9 + 0.5))
+    assert.are.equal(200, math.floor(out.by_op.cand.s * 1e9 + 0.5))
+    assert.are.equal(1, out.by_op.flush.n)
   end)
 
   it("clips activities to the request and counts stretches under min_ns as busy", function()
     local recs = { op("before", -50, 10), op("a", 20, 40), op("b", 45, 90), op("after", 95, 200) }
     local out = trace.idle_split(recs, {}, 0, 100, 8)
+    assert.are.equal(10, math.floor(out.by_op.before.s * 1e9 + 0.5)) -- (clipped to the request)
     -- gaps 10-20 (10 ns, counted), 40-45 (5 ns, under min: busy), 90-95 (5 ns, busy)
     assert.are.equal(1, out.gaps)
     assert.are.equal(10, math.floor(out.idle * 1e9 + 0.5))

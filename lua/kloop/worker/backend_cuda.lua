@@ -360,7 +360,8 @@ function M.check_regions(arr, n, out, beside)
   ffi.copy(M.check_desc_host, arr, dbytes)
   local ok, msg, fatal = check(C.kl_cuda_h2d_async(M.check_desc, M.check_desc_host, dbytes, err))
   if ok then ok, msg, fatal = M.fill32(M.check_res, 0, rbytes / 4) end
-  local gx = math.max(1, math.min(M.info.sm_count * 4, math.ceil(most / (256 * 8))))
+  -- (enough blocks to fill every SM for a large region: its reads are what the check waits on)
+  local gx = math.max(1, math.min(M.info.sm_count * 8, math.ceil(most / (256 * 8))))
   if ok then ok, msg, fatal = M.launch(M.check_fn, { gx, n, 1 }, { 256, 1, 1 }, 0, M.check_params) end
   if ok then ok, msg, fatal = check(C.kl_cuda_d2h_async(M.check_res_host, M.check_res, rbytes, err)) end
   -- the descriptors hold the digests' seeds and the results the digests: both cleared
@@ -414,7 +415,9 @@ local part_args = {}
 function M.compare_device(out, out_dtype, ref, ref_dtype, n, atol, rtol, pat, check_poison, seed)
   if not M.compare_fn then return nil, "no comparison kernel" end
   local nb = math.max(1, math.min(M.max_compare_blocks, math.ceil(n / (256 * 16))))
-  local chunk = math.ceil(n / nb)
+  -- (a multiple of 4: the kernel takes four elements at a time)
+  local chunk = math.ceil(math.ceil(n / nb) / 4) * 4
+  nb = math.max(1, math.ceil(n / chunk))
   local a = part_args
   a[1] = ffi.new("uint64_t[1]", out)
   a[2] = ffi.new("int[1]", out_dtype == "f64" and 1 or 0)

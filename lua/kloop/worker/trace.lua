@@ -37,7 +37,8 @@ end
 -- running) is split over the calls that ran during it, by name; what no call covers is
 -- "_lua" (the worker's own work, or waiting for the parent). Returns {busy, idle
 -- (seconds), by_call = {name -> seconds}, by_pair = {"op before -> op after" -> {n, s}},
--- gaps = count of idle stretches of min_ns or more, ops = #recs}.
+-- by_op = {operation -> {n, s}} (the GPU's busy time by what ran: a kernel's name, a
+-- copy's kind), gaps = count of idle stretches of min_ns or more, ops = #recs}.
 function M.idle_split(recs, spans, t0, t1, min_ns)
   min_ns = min_ns or 0
   local list = {}
@@ -45,7 +46,16 @@ function M.idle_split(recs, spans, t0, t1, min_ns)
     if r.end_ns > t0 and r.start_ns < t1 then list[#list + 1] = r end
   end
   table.sort(list, function(a, b) return a.start_ns < b.start_ns end)
-  local out = { busy = 0, idle = 0, by_call = {}, by_pair = {}, gaps = 0, ops = #list }
+  local out = { busy = 0, idle = 0, by_call = {}, by_pair = {}, by_op = {}, gaps = 0, ops = #list }
+  for _, r in ipairs(list) do
+    -- (each operation's own length, clipped: what the GPU's busy time went to, by name;
+    -- a copy's or fill's size dropped from its name)
+    local name = r.name:gsub(" %d+%]$", "]")
+    local len = (math.min(r.end_ns, t1) - math.max(r.start_ns, t0)) / 1e9
+    local o = out.by_op[name] or { n = 0, s = 0 }
+    o.n, o.s = o.n + 1, o.s + len
+    out.by_op[name] = o
+  end
   local k = 1 -- the first span that could overlap the next gap
   local function idle(a, b, before, after)
     if b - a < min_ns or b <= a then
