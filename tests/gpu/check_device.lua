@@ -9,7 +9,7 @@
 -- Label gpu.
 local core = require("kloop.core.api")
 local compile = require("kloop.eval.compile")
-local eval = require("kloop.eval.evaluator")
+local wc = require("kloop.eval.worker_client")
 local buf = require("kloop.core.buf")
 local ffi = require("ffi")
 local be = require("kloop.worker.backend_cuda")
@@ -17,8 +17,8 @@ local probe = core.gpu_probe(0)
 if not probe then print("SKIP: no GPU here") os.exit(77) end
 
 -- compiled before this process takes the GPU (NVRTC runs in forked children)
-local cjob = compile.compile(eval.check_source, { arch = probe.arch, name = "kloop_check_regions.cu" })
-local mjob = compile.compile(eval.compare_source, { arch = probe.arch, name = "kloop_compare.cu" })
+local cjob = compile.compile(wc.check_source, { arch = probe.arch, name = "kloop_check_regions.cu" })
+local mjob = compile.compile(wc.compare_source, { arch = probe.arch, name = "kloop_compare.cu" })
 assert(cjob.ok, cjob.log)
 assert(mjob.ok, mjob.log)
 assert(be.init({ device = 0, device_heap = 2^20 }))
