@@ -6,9 +6,7 @@
 # and fills, the idle time split over the backend calls). One log; a table last.
 cd "$(dirname "$0")/.."
 . bench/round_lib.sh
-use_bin new
-gpu_tests_logged
-row "GPU tests" "$(grep -c 'exit 0' "$T/gpu_tests.txt") of $(grep -c '^gpu ' "$T/gpu_tests.txt") exit 0"
+gpu_tests_row
 for t in "gemm_tiled 12 0.3" "stencil 21 1.0"; do
   set -- $t
   for tl in 0 1; do

@@ -7,20 +7,8 @@
 # (SEEDS), pre against new. One log; a table last.
 cd "$(dirname "$0")/.."
 . bench/round_lib.sh
-for t in gemm_tiled stencil saxpy; do
-  for k in 1 2; do
-    for v in pre new; do
-      pick $v
-      fresh_cache
-      out=$(timeout 60 $K bench/worker_cost.lua "kernels/$t.lua" 30 5 2>&1)
-      echo "== $t $v $k: $out" >> "$L"
-      row "$t $v $k" "$(echo "$out" | grep '^WORKER_COST' | sed 's/.*repetitions: //' | cut -c1-170)"
-    done
-  done
-done
-use_bin new
-gpu_tests_logged
-row "GPU tests" "$(grep -c 'exit 0' "$T/gpu_tests.txt") of $(grep -c '^gpu ' "$T/gpu_tests.txt") exit 0"
+cost_pairs "gemm_tiled stencil saxpy" pre new
+gpu_tests_row
 for t in "gemm_tiled 12 0.3" "stencil 21 1.0"; do
   set -- $t
   fresh_cache

@@ -8,13 +8,7 @@
 # cascade's rates (casc_pairs) and Kernel Tuner. One log; a table last.
 cd "$(dirname "$0")/.."
 . bench/round_lib.sh
-for m in mut1 mut2; do
-  pick $m
-  timeout 120 $K tests/gpu/check_device.lua > "$T/mut.txt" 2>&1
-  rc=$?
-  { echo "== mutant $m: exit $rc"; cat "$T/mut.txt"; } >> "$L"
-  row "mutant $m" "exit $rc: $(grep -c '^FAIL' "$T/mut.txt") FAIL lines; $(grep '^FAIL' "$T/mut.txt" | head -1 | cut -c1-120)"
-done
+check_device_rows mut1 mut2
 for v in pre new; do
   pick $v
   for st in screen full; do
@@ -25,17 +19,7 @@ for v in pre new; do
     row "  busy" "$(grep -E '^(kloop_check_regions|kloop_compare) ' "$T/bd.txt" | tr -s ' ' | tr '\n' ';' | cut -c1-150)"
   done
 done
-for t in stencil saxpy gemm_tiled; do
-  for k in 1 2; do
-    for v in pre new; do
-      pick $v
-      fresh_cache
-      out=$(timeout 60 $K bench/worker_cost.lua "kernels/$t.lua" 30 5 2>&1)
-      echo "== $t $v $k: $out" >> "$L"
-      row "$t $v $k" "$(echo "$out" | grep '^WORKER_COST' | sed 's/.*repetitions: //' | cut -c1-120)"
-    done
-  done
-done
+cost_pairs "stencil saxpy gemm_tiled" pre new
 casc_pairs pre new
 tests_and_kt
 tail -12 "$T/gpu_tests.txt" | cut -c1-160

@@ -6,16 +6,8 @@
 # (SEEDS), var/pre (c19fbfd's Lua) against new, alternated. One log; a table last.
 cd "$(dirname "$0")/.."
 . bench/round_lib.sh
-for m in new mut1 mut2; do
-  pick $m
-  timeout 120 $K tests/gpu/check_device.lua > "$T/cd.txt" 2>&1
-  rc=$?
-  { echo "== check_device $m: exit $rc"; cat "$T/cd.txt"; } >> "$L"
-  row "check_device $m" "exit $rc: $(grep -c '^FAIL' "$T/cd.txt") FAIL lines; $(grep -E '^(FAIL|PASS)' "$T/cd.txt" | head -1 | cut -c1-140)"
-done
-use_bin new
-gpu_tests_logged
-row "GPU tests" "$(grep -c 'exit 0' "$T/gpu_tests.txt") of $(grep -c '^gpu ' "$T/gpu_tests.txt") exit 0"
+check_device_rows new mut1 mut2
+gpu_tests_row
 for seed in ${SEEDS:-7 13 3 17}; do
   VARIANT=var/pre ab_row "model${seed} pre" var "" --method model --seed "$seed"
   ab_row "model${seed} new" new "" --method model --seed "$seed"

@@ -198,9 +198,43 @@ casc_pairs() {
 # passed), then Kernel Tuner and kloop on all three spaces (bench/kt_gpu/run.sh, its log
 # in $T/kt.txt); both in L
 tests_and_kt() {
+  gpu_tests_row
+  OUT=$T/kt timeout 300 bash bench/kt_gpu/run.sh > "$T/kt.txt" 2>&1
+  { echo "== KT bench"; cat "$T/kt.txt"; } >> "$L"
+}
+# gpu_tests_row: every GPU test with build/kloop (gpu_tests_logged) and a row of how many passed
+gpu_tests_row() {
   use_bin new
   gpu_tests_logged
   row "GPU tests" "$(grep -c 'exit 0' "$T/gpu_tests.txt") of $(grep -c '^gpu ' "$T/gpu_tests.txt") exit 0"
-  OUT=$T/kt timeout 300 bash bench/kt_gpu/run.sh > "$T/kt.txt" 2>&1
-  { echo "== KT bench"; cat "$T/kt.txt"; } >> "$L"
+}
+# cost_pairs TASKS VARIANT...: bench/worker_cost.lua (30 evaluations, 5 repetitions) on each
+# of TASKS (names under kernels/, space-separated), twice, the VARIANTs (pick) alternated:
+# a row each, the whole output in L
+cost_pairs() {
+  local tasks=$1 t k v out
+  shift
+  for t in $tasks; do
+    for k in 1 2; do
+      for v in "$@"; do
+        pick "$v"
+        fresh_cache
+        out=$(timeout 60 $K bench/worker_cost.lua "kernels/$t.lua" 30 5 2>&1)
+        echo "== $t $v $k: $out" >> "$L"
+        row "$t $v $k" "$(echo "$out" | grep '^WORKER_COST' | sed 's/.*repetitions: //' | cut -c1-120)"
+      done
+    done
+  done
+}
+# check_device_rows VARIANT...: tests/gpu/check_device.lua with each VARIANT (pick): its
+# exit code, how many FAIL lines and the first verdict line as a row, its output in L
+check_device_rows() {
+  local m rc
+  for m in "$@"; do
+    pick "$m"
+    timeout 120 $K tests/gpu/check_device.lua > "$T/cd.txt" 2>&1
+    rc=$?
+    { echo "== check_device $m: exit $rc"; cat "$T/cd.txt"; } >> "$L"
+    row "check_device $m" "exit $rc: $(grep -c '^FAIL' "$T/cd.txt") FAIL lines; $(grep -E '^(FAIL|PASS)' "$T/cd.txt" | head -1 | cut -c1-140)"
+  done
 }
