@@ -180,7 +180,8 @@ static void CUPTIAPI act_complete(CUcontext ctx, uint32_t stream, uint8_t *buffe
         memset(o, 0, sizeof *o);
         if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
           const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)rec;
-          static const char *kinds[] = {"?", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"};
+          static const char *kinds[] = {"?",    "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+                                        "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"};
           o->start_ns = m->start, o->end_ns = m->end, o->correlation = m->correlationId;
           snprintf(o->name, sizeof o->name, "[memcpy %s %llu]", m->copyKind < 11 ? kinds[m->copyKind] : "?",
                    (unsigned long long)m->bytes);
