@@ -7,9 +7,7 @@ cd "$(dirname "$0")/.."
 for seed in ${SEEDS:-21 9 5 11 19 23}; do
   ab_row "model${seed} new" new "" --method model --seed "$seed"
 done
-use_bin new
-OUT=$T/kt timeout 300 bash bench/kt_gpu/run.sh > "$T/kt.txt" 2>&1
-{ echo "== KT bench"; cat "$T/kt.txt"; } >> "$L"
+kt_logged
 (cd "$O" && tar czf tunes.tgz tune_*.log 2>/dev/null && rm -f tune_*.log)
 grep -E "^(task|gemm_tiled|saxpy|stencil) " "$T/kt.txt" | cut -c1-200
 printf '%s\n' "${rows[@]}" | grep -v "thinks, compiles" | cut -c1-220

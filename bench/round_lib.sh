@@ -199,6 +199,12 @@ casc_pairs() {
 # in $T/kt.txt); both in L
 tests_and_kt() {
   gpu_tests_row
+  kt_logged
+}
+# kt_logged: Kernel Tuner and kloop on all three spaces (bench/kt_gpu/run.sh), its log in
+# $T/kt.txt and in L
+kt_logged() {
+  use_bin new
   OUT=$T/kt timeout 300 bash bench/kt_gpu/run.sh > "$T/kt.txt" 2>&1
   { echo "== KT bench"; cat "$T/kt.txt"; } >> "$L"
 }
