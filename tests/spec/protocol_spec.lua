@@ -155,6 +155,36 @@ describe("kloop.protocol on the sim backend", function()
     assert.are.equal(live_before, live, "a module left loaded after the failing check")
   end)
 
+  -- a module that fits on the device once but not twice: the preload finds no room, and
+  -- the reload unloads the old instance first (the preload's two instances must not make
+  -- such a candidate untimable)
+  it("times a module that fits only once: the reload makes room where the preload found none", function()
+    local load, unload, check = sim.load, sim.unload, sim.check_regions
+    local live = 0
+    sim.load = function(...)
+      if live >= 1 then return nil, "out of memory (simulated: one instance fits)" end
+      local m, e = load(...)
+      if m then live = live + 1 end
+      return m, e
+    end
+    sim.unload = function(m)
+      if m and m.ptr then live = live - 1 end
+      return unload(m)
+    end
+    sim.check_regions = function(arr, n, out, beside)
+      local ok, m = check(arr, n, out)
+      if ok and beside then beside() end
+      return ok, m
+    end
+    local ok, r = pcall(evaluate, [[globals = { big = 64 }, gemm = function(p) g.gemm(g.args(p)) end]],
+      { timing = { budget = 1, min_reps = 4, max_reps = 4 } })
+    sim.load, sim.unload, sim.check_regions = load, unload, check
+    assert.is_true(ok, tostring(r))
+    assert.are.equal("ok", r.verdict, r.reason)
+    assert.are.equal(4, r.reps)
+    assert.are.equal(0, live)
+  end)
+
   it("finds unwritten outputs (poison left in place)", function()
     local r = evaluate([[gemm = function(p) end]])
     assert.are.equal("unwritten", r.verdict)

@@ -46,6 +46,32 @@ describe("the timeline's idle split", function()
     assert.are.equal(10, math.floor(out.by_call._lua * 1e9 + 0.5))
   end)
 
+  it("times a call made inside another as its own: the outer one's spans and seconds are cut around it", function()
+    -- the protocol's `beside` runs backend calls (a module's load) inside check_regions
+    local now = 0
+    local function clock() now = now + 10 return now end
+    local be = { outer = function(cb) cb() end, inner = function() end }
+    local acc, spans = {}, {}
+    local w = trace.wrap(be, acc, spans, clock)
+    w.outer(function() w.inner() end)
+    -- outer 10-20, inner 20-30, outer 30-40: in order, none overlapping
+    assert.are.same({ { "outer", 10, 20 }, { "inner", 20, 30 }, { "outer", 30, 40 } }, spans)
+    assert.are.equal(1, acc.outer.n)
+    assert.are.equal(1, acc.inner.n)
+    -- a gap over all three is split once: its length, not more
+    local out = trace.idle_split({}, spans, 10, 40)
+    assert.are.equal(20, math.floor(out.by_call.outer * 1e9 + 0.5))
+    assert.are.equal(10, math.floor(out.by_call.inner * 1e9 + 0.5))
+    assert.is_nil(out.by_call._lua)
+    -- an error inside leaves the stack as it was: the next call is not nested in it
+    local bad = trace.wrap({ boom = function() error("x") end, inner = function() end }, {}, {}, clock)
+    assert.has_error(function() bad.boom() end)
+    local after = {}
+    local w2 = trace.wrap({ f = function() end }, {}, after, clock)
+    w2.f()
+    assert.are.equal(1, #after)
+  end)
+
   it("counts a whole request with nothing on the GPU as idle", function()
     local out = trace.idle_split({}, { { "sync", 10, 30 } }, 0, 100)
     assert.are.equal(100, math.floor(out.idle * 1e9 + 0.5))

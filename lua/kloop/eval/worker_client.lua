@@ -59,8 +59,10 @@ __device__ __forceinline__ void kl_check4(const kl_region &g, unsigned long long
   kl_check_word(g, i, v.x, acc, first); kl_check_word(g, i + 1, v.y, acc, first);
   kl_check_word(g, i + 2, v.z, acc, first); kl_check_word(g, i + 3, v.w, acc, first);
 }
-// The words are read 16 bytes at a time, four loads in flight per thread (a word at a
-// time kept too few bytes in flight: 0.47 ms for 512 MB, round15c); the words before
+// The words are read 16 bytes at a time, four loads in flight per thread where the
+// region is larger than the grid's 16 words a thread (the big buffers, which the check
+// waits on; a word at a time kept too few bytes in flight: 0.47 ms for 512 MB,
+// round15c); the words before
 // the first 16-byte boundary (a guard zone after a buffer starts anywhere on a word) and
 // after the last whole 16 bytes are read one by one by the first threads. The sums and
 // the first index do not depend on the order the words are read in.
@@ -355,7 +357,7 @@ __device__ __forceinline__ void kl_cmp_one(kl_cmp_part &p, unsigned long long i,
   if (e > atol + rtol * fabs(r) && p.n_bad++ == 0) p.first_bad = (long long)i;
   if (p.worst_index < 0 || e > p.maxerr) { p.maxerr = e; p.worst_index = (long long)i; p.worst_out = o; p.worst_ref = r; }
 }
-// Each thread takes four elements at a time, in order (chunk is a multiple of 4): their
+// Each thread takes four elements at a time, in order (chunk, a multiple of 4 as the host splits it): their
 // outputs and reference words read 16 bytes at a time where both buffers allow it, and
 // one Philox counter unmasks four reference words (a word at a time computed each
 // counter four times over: 0.83 ms for 64M elements, round15c). What each part holds does
@@ -365,6 +367,7 @@ extern "C" __global__ void __launch_bounds__(256) kloop_compare(const void *out,
     unsigned long long seed, unsigned long long chunk, kl_cmp_part *parts) {
   __shared__ kl_cmp_part sh[256];
   kl_cmp_part p = {0, 0, 0, 0, 0, 0, 0, -1, 0, -1, 0, -1, -1};
+  chunk = (chunk + 3) & ~3ull; // (the groups of four, and their mask counters, need it)
   unsigned long long lo = blockIdx.x * chunk, hi = lo + chunk < n ? lo + chunk : n;
   const bool vec = ((((unsigned long long)out) | ((unsigned long long)ref)) & 15) == 0;
   for (unsigned long long g = lo + 4ull * threadIdx.x; g < hi; g += 4ull * blockDim.x) {

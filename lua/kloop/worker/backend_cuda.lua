@@ -319,27 +319,48 @@ end
 -- The state-check kernel (kloop.eval.check_source, compiled by the parent) and its two
 -- small buffers: region descriptors in, results out.
 M.max_regions = 4096
+-- Page-locked host memory of `bytes` for `what`: a pointer of ctype, or nil, message.
+local function host_buffer(bytes, ctype, what)
+  local p = ffi.new("void*[1]")
+  local ok, msg = check(C.kl_cuda_host_alloc(bytes, p, err))
+  if not ok then return nil, what .. ": " .. tostring(msg) end
+  return ffi.cast(ctype, p[0])
+end
+
 function M.set_check_kernel(path)
   if M.check_fn then return true end
   local mod, fn = own_kernel(path, "kloop_check_regions", "state-check kernel")
   if not mod then return nil, fn end
-  local desc, e1 = M.alloc(M.max_regions * ffi.sizeof("kl_region"))
-  local res, e2 = M.alloc(M.max_regions * ffi.sizeof("kl_region_result"))
-  if not (desc and res) then return nil, "state-check kernel: " .. tostring(e1 or e2) end
-  M.check_mod, M.check_fn, M.check_desc, M.check_res = mod, fn, desc, res
+  -- the descriptors and results pass through page-locked host memory: copies queued in
+  -- order with the check's launch, one wait for all of it (a copy from pageable memory
+  -- left the GPU idle about 0.1 ms a check: round15a's timeline). Everything is in place
+  -- before the kernel is: a set-up that failed half-way is not taken for a done one.
+  -- (each made once: a set-up that failed half-way and runs again reuses what it made)
+  local e
+  if not M.check_desc_host then
+    M.check_desc_host, e = host_buffer(M.max_regions * ffi.sizeof("kl_region"), "kl_region*", "state-check kernel")
+    if not M.check_desc_host then return nil, e end
+  end
+  if not M.check_res_host then
+    M.check_res_host, e = host_buffer(M.max_regions * ffi.sizeof("kl_region_result"), "kl_region_result*",
+      "state-check kernel")
+    if not M.check_res_host then return nil, e end
+  end
+  if not M.check_desc then
+    M.check_desc, e = M.alloc(M.max_regions * ffi.sizeof("kl_region"))
+    if not M.check_desc then return nil, "state-check kernel: " .. tostring(e) end
+  end
+  if not M.check_res then
+    M.check_res, e = M.alloc(M.max_regions * ffi.sizeof("kl_region_result"))
+    if not M.check_res then return nil, "state-check kernel: " .. tostring(e) end
+  end
+  local desc, res = M.check_desc, M.check_res
+  M.check_mod = mod
   M.guard_fn = M.func(mod, "kloop_guard_fill") -- (guard zones written on the device: M.fill_guard)
   M.fill_fn = M.func(mod, "kloop_fill") -- (inputs drawn on the device: M.fill_input)
   M.check_slots = { ffi.new("uint64_t[1]", desc), ffi.new("uint64_t[1]", res) }
   M.check_params = ffi.new("void*[2]", M.check_slots)
-  -- the descriptors and results pass through page-locked host memory: copies queued in
-  -- order with the check's launch, one wait for all of it (a copy from pageable memory
-  -- left the GPU idle about 0.1 ms a check: round15a's timeline)
-  local dh, rh = ffi.new("void*[1]"), ffi.new("void*[1]")
-  local okh, herr = check(C.kl_cuda_host_alloc(M.max_regions * ffi.sizeof("kl_region"), dh, err))
-  if okh then okh, herr = check(C.kl_cuda_host_alloc(M.max_regions * ffi.sizeof("kl_region_result"), rh, err)) end
-  if not okh then return nil, "state-check kernel: " .. tostring(herr) end
-  M.check_desc_host = ffi.cast("kl_region*", dh[0])
-  M.check_res_host = ffi.cast("kl_region_result*", rh[0])
+  M.check_fn = fn
   return true
 end
 
@@ -390,18 +411,26 @@ function M.set_compare_kernel(path)
   if M.compare_fn then return true end
   local mod, fn = own_kernel(path, "kloop_compare", "comparison kernel")
   if not mod then return nil, fn end
-  local parts, e2 = M.alloc(M.max_compare_blocks * ffi.sizeof("kl_cmp_part"))
-  if not parts then return nil, "comparison kernel: " .. tostring(e2) end
-  M.compare_mod, M.compare_fn, M.compare_parts = mod, fn, parts
+  -- (page-locked: the copy back is queued with the launch, one wait: check_regions; in
+  -- place before the kernel is)
+  local e
+  if not M.compare_host then
+    M.compare_host, e = host_buffer(M.max_compare_blocks * ffi.sizeof("kl_cmp_part"), "kl_cmp_part*", "comparison kernel")
+    if not M.compare_host then return nil, e end
+  end
+  if not M.compare_parts then
+    M.compare_parts, e = M.alloc(M.max_compare_blocks * ffi.sizeof("kl_cmp_part"))
+    if not M.compare_parts then return nil, "comparison kernel: " .. tostring(e) end
+  end
+  local parts = M.compare_parts
+  M.compare_words = M.max_compare_blocks * ffi.sizeof("kl_cmp_part") / 4
+  local ok, msg = M.fill32(parts, 0, M.compare_words)
+  if not ok then return nil, msg end
+  M.compare_mod = mod
   -- (the same module masks references on the device: M.mask_device)
   M.mask_fn = M.func(mod, "kloop_mask")
-  -- (page-locked: the copy back is queued with the launch, one wait: check_regions)
-  local ph = ffi.new("void*[1]")
-  local okh, herr = check(C.kl_cuda_host_alloc(M.max_compare_blocks * ffi.sizeof("kl_cmp_part"), ph, err))
-  if not okh then return nil, "comparison kernel: " .. tostring(herr) end
-  M.compare_host = ffi.cast("kl_cmp_part*", ph[0])
-  M.compare_words = M.max_compare_blocks * ffi.sizeof("kl_cmp_part") / 4
-  return M.fill32(parts, 0, M.compare_words)
+  M.compare_fn = fn
+  return true
 end
 
 -- Whether outputs can be compared here (the setup request brought the kernel).
@@ -414,6 +443,7 @@ function M.device_compare_ready() return M.compare_fn ~= nil end
 local part_args = {}
 function M.compare_device(out, out_dtype, ref, ref_dtype, n, atol, rtol, pat, check_poison, seed)
   if not M.compare_fn then return nil, "no comparison kernel" end
+  if n == 0 then return buf.merge_parts(M.compare_host, 0, 0) end -- (nothing to compare)
   local nb = math.max(1, math.min(M.max_compare_blocks, math.ceil(n / (256 * 16))))
   -- (a multiple of 4: the kernel takes four elements at a time)
   local chunk = math.ceil(math.ceil(n / nb) / 4) * 4
@@ -440,9 +470,11 @@ function M.compare_device(out, out_dtype, ref, ref_dtype, n, atol, rtol, pat, ch
   if ok then ok, msg, fatal = M.fill32(M.compare_parts, 0, M.compare_words) end
   local oks, smsg, sfatal = M.sync()
   if ok and not oks then ok, msg, fatal = oks, smsg, sfatal end
+  local r = ok and buf.merge_parts(M.compare_host, nb, n)
+  -- the host's copy cleared too, on every path: it is reachable from kernels, and a copy
+  -- that landed before a later step failed would leave a reference value there
+  ffi.fill(M.compare_host, pbytes)
   if not ok then return nil, msg, fatal end
-  local r = buf.merge_parts(M.compare_host, nb, n)
-  ffi.fill(M.compare_host, pbytes) -- (the host's copy too: it is reachable from kernels)
   return r
 end
 

@@ -649,12 +649,12 @@ end
 
 -- Runs a region list through the backend; returns the results array or nil, verdict, fatal.
 -- beside (optional): host work to run while the check runs on the GPU (a backend that
--- checks on the host runs it after)
+-- checks on the host runs it after; a check that failed runs none)
 local function run_regions(be, list, beside)
   local called = false
   local hook = beside and function() called = true beside() end
   local ok, msg, fatal = be.check_regions(list.arr, list.n, list.out, hook)
-  if beside and not called then beside() end
+  if ok and beside and not called then beside() end
   if not ok then return nil, verdict(fatal and "crashed" or "launch_error", "state check: " .. tostring(msg)), fatal end
   return list.out
 end
@@ -1168,10 +1168,13 @@ local function install_module(be, cand, case, pre)
 end
 
 -- The case's kernels from a fresh instance of its module (pre: one fresh_module loaded
--- already), or nil, verdict, fatal.
+-- already), or nil, verdict, fatal. Without pre the old instance goes first, so a module
+-- that fits on the device once is still timed (where a preload found no room for a second
+-- instance, it failed, and this loads it here).
 local function reload_for_timing(be, cand, case, pre)
   if not pre then
     local v, f
+    be.unload(cand.cases[case.label].mod) -- (its image stays with it: the reload reads it)
     pre, v, f = fresh_module(be, cand, case)
     if not pre then return nil, v, f end
   end

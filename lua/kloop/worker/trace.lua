@@ -6,18 +6,34 @@ local sys = require("kloop.core.sys")
 
 local M = {}
 
--- f timed into acc[name] ({n, s}): calls and wall seconds. With spans (the timeline),
--- each call's interval by clock() (ns) is appended too: {name, t0, t1}.
-local function timed(f, acc, name, spans, clock)
+-- f timed into acc[name] ({n, s}): calls and wall seconds of its own (a backend call
+-- made inside another, the protocol's `beside` inside check_regions, is its own, not the
+-- outer one's). With spans (the timeline), each call's own intervals by clock() (ns) are
+-- appended too, {name, t0, t1}, in order and not overlapping: the outer call's is cut
+-- where an inner one runs. stack: the calls open now, shared by the wrapped functions.
+local function timed(f, acc, name, spans, clock, stack)
   return function(...)
     local t0 = sys.now()
     local c0 = spans and clock()
-    local r = { f(...) }
-    if spans then spans[#spans + 1] = { name, c0, clock() } end
+    local outer = stack[#stack]
+    if outer then
+      outer.own = outer.own + (t0 - outer.t)
+      if spans then spans[#spans + 1] = { outer.name, outer.c, c0 } end
+    end
+    local me = { name = name, t = t0, c = c0, own = 0 }
+    stack[#stack + 1] = me
+    local r = { pcall(f, ...) }
+    stack[#stack] = nil
+    local t1 = sys.now()
+    local c1 = spans and clock()
+    me.own = me.own + (t1 - me.t)
+    if spans then spans[#spans + 1] = { name, me.c, c1 } end
+    if outer then outer.t, outer.c = t1, c1 end
     local e = acc[name]
     if not e then e = { n = 0, s = 0 } acc[name] = e end
-    e.n, e.s = e.n + 1, e.s + (sys.now() - t0)
-    return unpack(r, 1, table.maxn(r))
+    e.n, e.s = e.n + 1, e.s + me.own
+    if not r[1] then error(r[2], 0) end
+    return unpack(r, 2, table.maxn(r))
   end
 end
 
@@ -25,10 +41,36 @@ end
 -- and clock (the timeline: be.clock_ns), every call's interval is kept in spans too.
 function M.wrap(be, acc, spans, clock)
   local w = setmetatable({}, { __index = be })
+  local stack = {}
   for k, f in pairs(be) do
-    if type(f) == "function" and k ~= "clock_ns" then w[k] = timed(f, acc, k, spans, clock) end
+    if type(f) == "function" and k ~= "clock_ns" then w[k] = timed(f, acc, k, spans, clock, stack) end
   end
   return w
+end
+
+-- A module's functions (kloop.core.buf's host passes: fill, digest, compare, mask)
+-- timed in place into `acc`, under prefix .. name; once per module.
+function M.wrap_module(mod, acc, prefix)
+  if mod.__kloop_traced then return end
+  mod.__kloop_traced = true
+  local stack = {}
+  for k, f in pairs(mod) do
+    if type(f) == "function" then mod[k] = timed(f, acc, prefix .. k, nil, nil, stack) end
+  end
+end
+
+-- The totals of one request: {fn = {n, s}, _request = seconds, _lua = seconds outside
+-- the backend}, and acc emptied for the next.
+function M.take(acc, seconds)
+  local out, inside = {}, 0
+  for k, e in pairs(acc) do
+    out[k] = { n = e.n, s = e.s }
+    inside = inside + e.s
+    acc[k] = nil
+  end
+  out._request = { n = 1, s = seconds }
+  out._lua = { n = 1, s = math.max(0, seconds - inside) }
+  return out
 end
 
 -- Where the GPU idled within [t0, t1] (ns, the records' clock): recs are the GPU's
@@ -90,30 +132,6 @@ function M.idle_split(recs, spans, t0, t1, min_ns)
     end
   end
   if t1 > at then idle(at, t1, last, nil) end
-  return out
-end
-
--- A module's functions (kloop.core.buf's host passes: fill, digest, compare, mask)
--- timed in place into `acc`, under prefix .. name; once per module.
-function M.wrap_module(mod, acc, prefix)
-  if mod.__kloop_traced then return end
-  mod.__kloop_traced = true
-  for k, f in pairs(mod) do
-    if type(f) == "function" then mod[k] = timed(f, acc, prefix .. k) end
-  end
-end
-
--- The totals of one request: {fn = {n, s}, _request = seconds, _lua = seconds outside
--- the backend}, and acc emptied for the next.
-function M.take(acc, seconds)
-  local out, inside = {}, 0
-  for k, e in pairs(acc) do
-    out[k] = { n = e.n, s = e.s }
-    inside = inside + e.s
-    acc[k] = nil
-  end
-  out._request = { n = 1, s = seconds }
-  out._lua = { n = 1, s = math.max(0, seconds - inside) }
   return out
 end
 
