@@ -52,6 +52,42 @@ local function evaluate(body, extra)
   return protocol.evaluate(sim, req)
 end
 
+-- The sim's load and unload counting the live module instances (counts.live), each
+-- load noted by note() where given; refuse(live) true makes a load fail as the device
+-- out of memory. Returns what puts them back.
+local function count_modules(counts, note, refuse)
+  local load, unload = sim.load, sim.unload
+  sim.load = function(...)
+    if refuse and refuse(counts.live) then return nil, "out of memory (simulated: one instance fits)" end
+    local m, e = load(...)
+    if m then
+      counts.live = counts.live + 1
+      if note then note() end
+    end
+    return m, e
+  end
+  sim.unload = function(m)
+    if m and m.ptr then counts.live = counts.live - 1 end
+    return unload(m)
+  end
+  return function() sim.load, sim.unload = load, unload end
+end
+
+-- The sim's check_regions running `beside` as CUDA's does: after the check is queued,
+-- before its wait (set_phase, where given, is told "check" then "idle"). Returns what
+-- puts it back.
+local function check_calling_beside(set_phase)
+  local check = sim.check_regions
+  sim.check_regions = function(arr, n, out, beside)
+    local ok, m = check(arr, n, out)
+    if set_phase then set_phase("check") end
+    if ok and beside then beside() end
+    if set_phase then set_phase("idle") end
+    return ok, m
+  end
+  return function() sim.check_regions = check end
+end
+
 describe("kloop.protocol on the sim backend", function()
   setup(function() assert(protocol.setup(sim, SPEC, REF)) end)
 
@@ -98,28 +134,13 @@ describe("kloop.protocol on the sim backend", function()
   -- while the last repetition's state check runs (the GPU busy with it), never while a
   -- timed repetition is in flight, and none is left loaded when a check fails
   it("loads the next repetition's fresh module during the state check, never during the timing", function()
-    local load, unload, stop, read, check = sim.load, sim.unload, sim.timer_stop, sim.timer_read, sim.check_regions
-    local start = sim.timer_start
-    local phase, loads, live, seen = "idle", {}, 0, {}
-    sim.load = function(...)
-      local m, e = load(...)
-      if m then loads[#loads + 1] = phase live = live + 1 end
-      return m, e
-    end
-    sim.unload = function(m)
-      if m and m.ptr then live = live - 1 end
-      return unload(m)
-    end
+    local stop, read, start = sim.timer_stop, sim.timer_read, sim.timer_start
+    local phase, loads, counts, seen = "idle", {}, { live = 0 }, {}
+    local put_modules = count_modules(counts, function() loads[#loads + 1] = phase end)
+    local put_check = check_calling_beside(function(p) phase = p end)
     sim.timer_start = function() _G.TIMED = true return start() end
     sim.timer_stop = function() local ok = stop() phase = "timing" _G.TIMED = nil return ok end
     sim.timer_read = function() phase = "idle" return read() end
-    sim.check_regions = function(arr, n, out, beside)
-      local ok, m = check(arr, n, out)
-      phase = "check"
-      if ok and beside then beside() end
-      phase = "idle"
-      return ok, m
-    end
     -- a timed launch notes its module's globals table (kept: no address reused): a fresh
     -- instance has a fresh one
     local body = [[globals = { hits = 4 },
@@ -129,14 +150,16 @@ describe("kloop.protocol on the sim backend", function()
     local timed_loads = #loads
     -- a kernel that changes its input in its third timed repetition: the check fails
     -- after the next repetition's module was loaded beside it
-    local live_before = live
+    local live_before = counts.live
     local ok2, r2 = pcall(evaluate, [[globals = { n = 4 },
       gemm = function(p) local M, N, K, A, B, C = g.args(p); g.gemm(M, N, K, A, B, C)
         if _G.TIMED then _G.RUNS = (_G.RUNS or 0) + 1; if _G.RUNS == 3 then A[0] = A[0] + 1 end end end]],
       { timing = { budget = 1, min_reps = 6, max_reps = 6 } })
     local runs = _G.RUNS
-    sim.load, sim.unload, sim.timer_stop, sim.timer_read, sim.check_regions = load, unload, stop, read, check
-    sim.timer_start, _G.SEEN, _G.RUNS, _G.TIMED = start, nil, nil, nil
+    put_modules()
+    put_check()
+    sim.timer_stop, sim.timer_read, sim.timer_start = stop, read, start
+    _G.SEEN, _G.RUNS, _G.TIMED = nil, nil, nil
     assert.is_true(ok, tostring(r))
     assert.are.equal("ok", r.verdict, r.reason)
     -- the candidate's load, the first repetition's reload (after verification, idle), and
@@ -152,37 +175,24 @@ describe("kloop.protocol on the sim backend", function()
     assert.are.equal("inputs_modified", r2.verdict, r2.reason)
     assert.are.equal("bench", r2.evidence.case)
     assert.are.equal(3, runs, "the check after the third timed launch gives the verdict")
-    assert.are.equal(live_before, live, "a module left loaded after the failing check")
+    assert.are.equal(live_before, counts.live, "a module left loaded after the failing check")
   end)
 
   -- a module that fits on the device once but not twice: the preload finds no room, and
   -- the reload unloads the old instance first (the preload's two instances must not make
   -- such a candidate untimable)
   it("times a module that fits only once: the reload makes room where the preload found none", function()
-    local load, unload, check = sim.load, sim.unload, sim.check_regions
-    local live = 0
-    sim.load = function(...)
-      if live >= 1 then return nil, "out of memory (simulated: one instance fits)" end
-      local m, e = load(...)
-      if m then live = live + 1 end
-      return m, e
-    end
-    sim.unload = function(m)
-      if m and m.ptr then live = live - 1 end
-      return unload(m)
-    end
-    sim.check_regions = function(arr, n, out, beside)
-      local ok, m = check(arr, n, out)
-      if ok and beside then beside() end
-      return ok, m
-    end
+    local counts = { live = 0 }
+    local put_modules = count_modules(counts, nil, function(live) return live >= 1 end)
+    local put_check = check_calling_beside()
     local ok, r = pcall(evaluate, [[globals = { big = 64 }, gemm = function(p) g.gemm(g.args(p)) end]],
       { timing = { budget = 1, min_reps = 4, max_reps = 4 } })
-    sim.load, sim.unload, sim.check_regions = load, unload, check
+    put_modules()
+    put_check()
     assert.is_true(ok, tostring(r))
     assert.are.equal("ok", r.verdict, r.reason)
     assert.are.equal(4, r.reps)
-    assert.are.equal(0, live)
+    assert.are.equal(0, counts.live)
   end)
 
   it("finds unwritten outputs (poison left in place)", function()
