@@ -42,7 +42,6 @@ static struct {
   CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
   CUresult (*MemsetD32)(CUdeviceptr, unsigned, size_t);
   CUresult (*MemAllocHost)(void **, size_t);
-  CUresult (*MemFreeHost)(void *);
   CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
   CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
   CUresult (*MemGetInfo)(size_t *, size_t *);
@@ -106,7 +105,6 @@ int kl_cuda_load(kl_err *err) {
     {(void **)&d.MemcpyDtoD, "cuMemcpyDtoD_v2"},
     {(void **)&d.MemsetD32, "cuMemsetD32_v2"},
     {(void **)&d.MemAllocHost, "cuMemAllocHost_v2"},
-    {(void **)&d.MemFreeHost, "cuMemFreeHost"},
     {(void **)&d.MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"},
     {(void **)&d.MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"},
     {(void **)&d.MemGetInfo, "cuMemGetInfo_v2"},
@@ -340,11 +338,6 @@ int kl_cuda_d2d(uint64_t dst, uint64_t src, size_t bytes, kl_err *err) {
 
 int kl_cuda_host_alloc(size_t bytes, void **p, kl_err *err) {
   CU(d.MemAllocHost(p, bytes), "cuMemAllocHost");
-  return KL_OK;
-}
-
-int kl_cuda_host_free(void *p, kl_err *err) {
-  CU(d.MemFreeHost(p), "cuMemFreeHost");
   return KL_OK;
 }
 

@@ -116,12 +116,11 @@ int kl_cuda_h2d(uint64_t dst, const void *src, size_t bytes, kl_err *err);
 int kl_cuda_d2h(void *dst, uint64_t src, size_t bytes, kl_err *err);
 int kl_cuda_d2d(uint64_t dst, uint64_t src, size_t bytes, kl_err *err);
 int kl_cuda_fill32(uint64_t dst, uint32_t value, size_t count, kl_err *err);
-/* Page-locked host memory (cuMemAllocHost) and copies to and from it queued on the
-   default stream, in order with launches; the host waits with kl_cuda_sync. (Such
-   memory is reachable from kernels under unified addressing: what it holds must not
-   be secret while a candidate runs.) */
+/* Page-locked host memory (cuMemAllocHost; kept for the worker's life, never freed) and
+   copies to and from it queued on the default stream, in order with launches; the host
+   waits with kl_cuda_sync. (Such memory is reachable from kernels under unified
+   addressing: what it holds must not be secret while a candidate runs.) */
 int kl_cuda_host_alloc(size_t bytes, void **p, kl_err *err);
-int kl_cuda_host_free(void *p, kl_err *err);
 int kl_cuda_h2d_async(uint64_t dst, const void *src, size_t bytes, kl_err *err);
 int kl_cuda_d2h_async(void *dst, uint64_t src, size_t bytes, kl_err *err);
 int kl_cuda_launch(void *fn, const unsigned *grid, const unsigned *block, unsigned smem, void **params,

@@ -137,8 +137,11 @@ function M.launch(fn, _grid, _block, _smem, params)
 end
 
 -- Guard zones and digests: the same computation as the CUDA backend's kernel, in C.
-function M.check_regions(arr, n, out)
+-- beside (optional): the protocol's host work for while a check runs (the CUDA backend
+-- runs it between queueing the check and waiting for it); here, after the check.
+function M.check_regions(arr, n, out, beside)
   buf.regions_check(arr, n, out)
+  if beside then beside() end
   return true
 end
 

@@ -27,7 +27,7 @@ function M.main(args)
   local traced -- kloop.worker.trace: per-request totals of the backend's calls
   -- the timeline (hello's trace = "timeline", CUDA): the GPU's activities (CUPTI: kernels,
   -- copies, fills) and the backend's calls, as the idle split of each candidate request
-  -- (result.worker_timeline: kloop.worker.trace.idle_split; bench/eval_timeline.lua).
+  -- (result.worker_timeline: kloop.worker.trace.idle_split; TIMELINE=1 bench/eval_breakdown.lua).
   -- A profile request ends it (it stops the activity records itself).
   local spans, timeline, raw -- (raw: the backend unwrapped, the timeline's own calls)
   local ready = false

@@ -648,13 +648,11 @@ function M.setup(be, spec, ref_cubin)
 end
 
 -- Runs a region list through the backend; returns the results array or nil, verdict, fatal.
--- beside (optional): host work to run while the check runs on the GPU (a backend that
--- checks on the host runs it after; a check that failed runs none)
+-- beside (optional): host work the backend runs while the check runs on the GPU (a
+-- backend that checks on the host runs it after; one that ignores it leaves the next
+-- repetition's reload whole, time_interleaved)
 local function run_regions(be, list, beside)
-  local called = false
-  local hook = beside and function() called = true beside() end
-  local ok, msg, fatal = be.check_regions(list.arr, list.n, list.out, hook)
-  if ok and beside and not called then beside() end
+  local ok, msg, fatal = be.check_regions(list.arr, list.n, list.out, beside)
   if not ok then return nil, verdict(fatal and "crashed" or "launch_error", "state check: " .. tostring(msg)), fatal end
   return list.out
 end
